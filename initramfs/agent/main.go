@@ -1,0 +1,157 @@
+// Command agent is the guest side of lab: u-root's init starts it as uinit.
+// It reads its job from the kernel command line, runs the benchmarks, writes
+// JSON records to the lab.results virtio-serial port, and powers off.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"lab/initramfs/protocol"
+)
+
+func main() {
+	// The console is the kernel's: say where we are, for the boot log.
+	fmt.Println("lab-agent: started")
+	err := run()
+	if err != nil {
+		fmt.Println("lab-agent: error:", err)
+	}
+	fmt.Println("lab-agent: powering off")
+	// Give the serial console time to drain before the machine goes away.
+	time.Sleep(500 * time.Millisecond)
+	unix.Sync()
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
+		fmt.Println("lab-agent: power off:", err)
+	}
+}
+
+func run() error {
+	start := uptime()
+	if err := mounts(); err != nil {
+		return err
+	}
+	port, err := openPort()
+	if err != nil {
+		return err
+	}
+	defer port.Close()
+	out := json.NewEncoder(port)
+	send := func(r protocol.Record) {
+		if err := out.Encode(r); err != nil {
+			fmt.Println("lab-agent: write results:", err)
+		}
+	}
+	fail := func(err error) error {
+		send(protocol.Record{Type: protocol.TypeError, Error: err.Error()})
+		return err
+	}
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return fail(err)
+	}
+	job, err := protocol.DecodeCmdline(string(cmdline))
+	if err != nil {
+		return fail(err)
+	}
+	send(protocol.Record{Type: protocol.TypeHello, Hello: hello(start)})
+
+	// A collection during a sample would show up as noise; the agent
+	// allocates little, so the heap can grow unchecked for a run.
+	debug.SetGCPercent(-1)
+	maxP := 1
+	for _, p := range job.Producers {
+		maxP = max(maxP, p)
+	}
+	runtime.GOMAXPROCS(maxP + 2)
+
+	for _, name := range job.Benchmarks {
+		for _, p := range job.Producers {
+			fmt.Printf("lab-agent: %s, %d producer(s)\n", name, p)
+			res := runBenchmark(name, p, job)
+			send(protocol.Record{Type: protocol.TypeResult, Result: &res})
+		}
+	}
+	send(protocol.Record{Type: protocol.TypeDone})
+	return port.Sync()
+}
+
+// mounts makes sure the file systems the benchmarks need are there; u-root's
+// init mounts most of them, but not all of them on every version.
+func mounts() error {
+	for _, m := range []struct{ src, dir, fstype string }{
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"tracefs", "/sys/kernel/tracing", "tracefs"},
+		{"debugfs", "/sys/kernel/debug", "debugfs"},
+	} {
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return err
+		}
+		err := unix.Mount(m.src, m.dir, m.fstype, 0, "")
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.dir, err)
+		}
+	}
+	return nil
+}
+
+// openPort finds the virtio-serial port by name (no udev here to make the
+// /dev/virtio-ports/ symlink).
+func openPort() (*os.File, error) {
+	names, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || strings.TrimSpace(string(b)) != protocol.PortName {
+			continue
+		}
+		dev := "/dev/" + filepath.Base(filepath.Dir(n))
+		return os.OpenFile(dev, os.O_WRONLY, 0)
+	}
+	return nil, fmt.Errorf("no virtio-serial port named %s (CONFIG_VIRTIO_CONSOLE?)", protocol.PortName)
+}
+
+func hello(start float64) *protocol.Hello {
+	h := &protocol.Hello{UptimeS: start}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Release = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/version"); err == nil {
+		h.Version = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		h.Online = strings.TrimSpace(string(b))
+	}
+	h.OnlineCPUs = runtime.NumCPU()
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) == nil {
+		h.OnlineCPUs = set.Count()
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "MemTotal:") {
+				fmt.Sscanf(strings.TrimPrefix(l, "MemTotal:"), "%d", &h.MemTotalKiB)
+			}
+		}
+	}
+	return h
+}
+
+func uptime() float64 {
+	var s float64
+	if b, err := os.ReadFile("/proc/uptime"); err == nil {
+		fmt.Sscanf(string(b), "%f", &s)
+	}
+	return s
+}

@@ -1,0 +1,96 @@
+// Package protocol is what the host and the guest agent say to each other:
+// the job on the kernel command line, and JSON records on a virtio-serial
+// port that kernel console output cannot interleave with.
+package protocol
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// CmdlineKey is the kernel command-line parameter that carries the Job.
+const CmdlineKey = "lab.job"
+
+// PortName is the virtio-serial port name the agent writes records to.
+const PortName = "lab.results"
+
+// Job tells the agent what to run.
+type Job struct {
+	Benchmarks []string `json:"b"`
+	Producers  []int    `json:"p"`
+	DurationS  int      `json:"d"` // measured seconds (one sample a second)
+	WarmupS    int      `json:"w"` // seconds dropped first
+	Affinity   bool     `json:"a"` // pin producer i to CPU i
+}
+
+// Encode returns the command-line parameter for the job.
+func (j Job) Encode() (string, error) {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return "", err
+	}
+	return CmdlineKey + "=" + base64.RawURLEncoding.EncodeToString(data), nil
+}
+
+// DecodeCmdline finds the job in a kernel command line.
+func DecodeCmdline(cmdline string) (Job, error) {
+	var j Job
+	for _, f := range strings.Fields(cmdline) {
+		v, ok := strings.CutPrefix(f, CmdlineKey+"=")
+		if !ok {
+			continue
+		}
+		data, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil {
+			return j, fmt.Errorf("%s: %w", CmdlineKey, err)
+		}
+		return j, json.Unmarshal(data, &j)
+	}
+	return j, fmt.Errorf("no %s= on the kernel command line", CmdlineKey)
+}
+
+// Record types.
+const (
+	TypeHello  = "hello"  // the agent started
+	TypeResult = "result" // one benchmark at one producer count
+	TypeDone   = "done"   // everything ran; the guest powers off next
+	TypeError  = "error"  // the agent could not go on
+)
+
+// Record is one line on the results port.
+type Record struct {
+	Type   string  `json:"type"`
+	Hello  *Hello  `json:"hello,omitempty"`
+	Result *Result `json:"result,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// Hello describes the guest as the agent found it.
+type Hello struct {
+	Release     string  `json:"release"`      // uname -r
+	Version     string  `json:"version"`      // /proc/version
+	UptimeS     float64 `json:"uptime_s"`     // guest uptime when the agent started
+	OnlineCPUs  int     `json:"online_cpus"`  // sysconf(_SC_NPROCESSORS_ONLN)
+	Online      string  `json:"online"`       // /sys/devices/system/cpu/online
+	MemTotalKiB int64   `json:"mem_total_kib"` // from /proc/meminfo
+}
+
+// Sample is one sampling interval of a benchmark.
+type Sample struct {
+	IntervalNS int64   `json:"interval_ns"` // measured length of the interval
+	Hits       uint64  `json:"hits"`        // probe hits counted in the interval
+	Rate       float64 `json:"rate"`        // hits per second over the measured interval
+}
+
+// Result is one benchmark run at one producer count.
+type Result struct {
+	Benchmark   string   `json:"benchmark"`
+	Producers   int      `json:"producers"`
+	Attach      string   `json:"attach,omitempty"` // where the probe went: file, symbol, offset, bytes
+	Warmup      []Sample `json:"warmup,omitempty"`
+	Samples     []Sample `json:"samples"`
+	Unsupported string   `json:"unsupported,omitempty"` // why the guest cannot run it
+	Error       string   `json:"error,omitempty"`
+}

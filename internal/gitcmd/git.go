@@ -1,0 +1,44 @@
+// Package gitcmd runs git in one work tree, with a fixed identity so that
+// commits lab makes never depend on the user's git configuration.
+package gitcmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Git runs git commands in Dir.
+type Git struct{ Dir string }
+
+// Run runs git with args and returns its combined output.
+func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
+	full := append([]string{"-c", "user.name=lab", "-c", "user.email=lab@localhost",
+		"-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "advice.detachedHead=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = g.Dir
+	cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=1970-01-01T00:00:00Z", "GIT_AUTHOR_DATE=1970-01-01T00:00:00Z")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, lastLines(out.String(), 5))
+	}
+	return out.String(), nil
+}
+
+// Output runs git and returns its trimmed output.
+func (g *Git) Output(ctx context.Context, args ...string) (string, error) {
+	out, err := g.Run(ctx, args...)
+	return strings.TrimSpace(out), err
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,135 @@
+// Package initramfs builds the guest's initramfs with u-root: u-root's init
+// (which mounts the basics and starts uinit) plus lab's guest agent from
+// initramfs/agent as uinit. Images are cached by the agent's sources and the
+// target GOARCH.
+package initramfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/u-root/gobusybox/src/pkg/golang"
+	"github.com/u-root/mkuimage/uimage"
+	"github.com/u-root/uio/llog"
+)
+
+// AgentPackage is the guest agent's import path.
+const AgentPackage = "lab/initramfs/agent"
+
+// InitPackage is u-root's init.
+const InitPackage = "github.com/u-root/u-root/cmds/core/init"
+
+// Image is a built initramfs.
+type Image struct {
+	Path   string
+	Key    string
+	Cached bool
+}
+
+// Key hashes what goes into the image: the sources under initramfs/, the
+// module's go.mod and go.sum, the Go version and GOARCH.
+func Key(moduleRoot, goarch string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "go=%s goarch=%s\n", runtime.Version(), goarch)
+	var files []string
+	err := filepath.WalkDir(filepath.Join(moduleRoot, "initramfs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	files = append(files, filepath.Join(moduleRoot, "go.mod"), filepath.Join(moduleRoot, "go.sum"))
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(moduleRoot, f)
+		fmt.Fprintf(h, "%s %x\n", rel, sha256.Sum256(data))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// Build returns the initramfs for goarch, building it with u-root unless the
+// cache in cacheDir has it. moduleRoot is lab's source checkout.
+func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writer) (*Image, error) {
+	key, err := Key(moduleRoot, goarch)
+	if err != nil {
+		return nil, fmt.Errorf("initramfs key: %w", err)
+	}
+	dir := filepath.Join(cacheDir, "initramfs")
+	out := filepath.Join(dir, fmt.Sprintf("%s-%s.cpio", goarch, key))
+	if _, err := os.Stat(out); err == nil {
+		return &Image{Path: out, Key: key, Cached: true}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	partial := filepath.Join(tmp, "initramfs.cpio")
+	l := llog.New(slog.LevelInfo, llog.WritePrintf(log))
+	err = uimage.Create(l,
+		uimage.WithEnv(golang.WithGOARCH(goarch), golang.DisableCGO(), golang.WithWorkingDir(moduleRoot)),
+		uimage.WithBusyboxCommands(InitPackage),
+		// The agent is its own binary, not stripped: benchmarks find their
+		// probe targets through its symbol table.
+		uimage.WithBinaryCommandsOpts(&golang.BuildOpts{NoStrip: true}, AgentPackage),
+		uimage.WithInit("init"),
+		uimage.WithUinit("agent"),
+		uimage.WithShell(""),
+		uimage.WithSkipLDD(),
+		uimage.WithTempDir(tmp),
+		uimage.WithCPIOOutput(partial),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("u-root initramfs for %s: %w", goarch, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(partial, out); err != nil {
+		return nil, err
+	}
+	return &Image{Path: out, Key: key}, nil
+}
+
+// ModuleRoot finds lab's source checkout from dir upwards: the initramfs is
+// built from the agent's sources, so lab runs from (or is pointed at) them.
+func ModuleRoot(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(data)), "module lab\n") {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no lab source checkout (go.mod with module lab) at or above %s: run lab from its checkout", dir)
+		}
+		d = parent
+	}
+}

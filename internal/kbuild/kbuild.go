@@ -1,0 +1,288 @@
+// Package kbuild builds kernel images out of tree and keeps them in a cache
+// keyed by everything that goes into them, so that an identical second run
+// compiles nothing.
+package kbuild
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"lab/internal/arch"
+	"lab/internal/kconfig"
+)
+
+// recipe changes whenever the way lab builds kernels changes, so that old
+// cache entries are not reused for a different recipe.
+const recipe = "tinyconfig+merge_config+olddefconfig v1"
+
+// Inputs is everything a kernel image depends on.
+type Inputs struct {
+	SourceID   string   // source.Tree.ID
+	Commit     string   // the variant's commit in the source tree
+	SeriesHash string   // content of the series
+	Mode       string   // apply or revert
+	Variant    string   // baseline or patched
+	Arch       string   // lab arch name
+	Fragments  []string // config fragment paths, in merge order
+	Compiler   string   // first line of $CC --version
+}
+
+// Key hashes the inputs. Fragments count by content, not by path. The merged
+// .config is a function of these inputs (fragments, the variant's Kconfig
+// files, the compiler), and its hash is recorded in every build's Info.
+func (in Inputs) Key() (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "recipe=%s\nsource=%s\ncommit=%s\nseries=%s\nmode=%s\nvariant=%s\narch=%s\ncc=%s\n",
+		recipe, in.SourceID, in.Commit, in.SeriesHash, in.Mode, in.Variant, in.Arch, in.Compiler)
+	for _, f := range in.Fragments {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "fragment %s %x\n", filepath.Base(f), sha256.Sum256(data))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// Info describes a built kernel; it is stored beside the image.
+type Info struct {
+	Key          string        `json:"key"`
+	Inputs       Inputs        `json:"inputs"`
+	Image        string        `json:"image"`
+	Config       string        `json:"config"`
+	ConfigSHA256 string        `json:"config_sha256"`
+	Release      string        `json:"release"`
+	Compiled     int           `json:"compiled"` // compile steps (CC/AS) this build ran
+	Duration     time.Duration `json:"duration_ns"`
+	BuiltAt      time.Time     `json:"built_at"`
+	Cached       bool          `json:"-"` // true when this run reused the image
+}
+
+// Builder builds kernels for one source tree.
+type Builder struct {
+	CacheDir string // holds build/, kernels/ and ccache/
+	SrcDir   string
+	SourceID string
+	Jobs     int       // make -j; 0 means host CPUs
+	Log      io.Writer // build output (make's full log)
+	Progress func(compiled, expected int, elapsed time.Duration)
+}
+
+// Lookup returns the cached kernel for in, or nil.
+func (b *Builder) Lookup(in Inputs) (*Info, error) {
+	key, err := in.Key()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(b.kernelDir(key), "info.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("kernel cache %s: %w", key, err)
+	}
+	if _, err := os.Stat(info.Image); err != nil {
+		return nil, nil
+	}
+	info.Cached = true
+	return &info, nil
+}
+
+func (b *Builder) kernelDir(key string) string { return filepath.Join(b.CacheDir, "kernels", key) }
+
+// BuildDir is the O= directory for an arch; all variants of a source share
+// it, so that switching variant is an incremental build.
+func (b *Builder) BuildDir(a arch.Arch) string {
+	return filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
+}
+
+// Build builds the source tree as it is checked out now, for in, unless the
+// cache has it already. The caller checks out in.Commit first.
+func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, error) {
+	if info, err := b.Lookup(in); err != nil || info != nil {
+		return info, err
+	}
+	key, err := in.Key()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	out := b.BuildDir(a)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	if err := kconfig.Merge(ctx, b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+		return nil, fmt.Errorf("configure %s/%s: %w", a.Name, in.Variant, err)
+	}
+	compiled, err := b.make(ctx, a, out)
+	if err != nil {
+		return nil, fmt.Errorf("build %s/%s in %s: %w", a.Name, in.Variant, out, err)
+	}
+	dir := b.kernelDir(key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	info := &Info{Key: key, Inputs: in, Compiled: compiled, Duration: time.Since(start), BuiltAt: time.Now().UTC()}
+	info.Image = filepath.Join(dir, filepath.Base(a.ImagePath))
+	info.Config = filepath.Join(dir, "config")
+	if err := copyFile(filepath.Join(out, a.ImagePath), info.Image); err != nil {
+		return nil, err
+	}
+	if err := copyFile(filepath.Join(out, ".config"), info.Config); err != nil {
+		return nil, err
+	}
+	// System.map lets a later report resolve kernel addresses without the build tree.
+	copyFile(filepath.Join(out, "System.map"), filepath.Join(dir, "System.map"))
+	cfg, _ := os.ReadFile(info.Config)
+	info.ConfigSHA256 = fmt.Sprintf("%x", sha256.Sum256(cfg))
+	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
+		info.Release = strings.TrimSpace(string(rel))
+	}
+	os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
+	data, _ := json.MarshalIndent(info, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "info.json"), data, 0o644); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// make runs the image build and returns how many compile steps ran.
+func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error) {
+	jobs := b.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	cc := a.CC()
+	if _, err := exec.LookPath("ccache"); err == nil {
+		cc = "ccache " + cc
+	}
+	args := append([]string{"O=" + out}, a.MakeArgs()...)
+	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
+	cmd := exec.CommandContext(ctx, "make", args...)
+	cmd.Dir = b.SrcDir
+	cmd.Env = append(os.Environ(),
+		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),
+		// Relative paths in the compiler's command line let ccache hit across
+		// cache locations (a CI clone, another user's cache).
+		"CCACHE_BASEDIR="+b.CacheDir,
+		"CCACHE_MAXSIZE=5G",
+		// A fixed build identity keeps the image a function of its inputs.
+		"KBUILD_BUILD_USER=lab", "KBUILD_BUILD_HOST=lab", "KBUILD_BUILD_TIMESTAMP=1970-01-01",
+	)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var compiled atomic.Int64
+	expected := 0
+	if data, err := os.ReadFile(filepath.Join(out, ".lab-compiled")); err == nil {
+		fmt.Sscan(string(data), &expected)
+	}
+	var tail []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if b.Log != nil {
+				fmt.Fprintln(b.Log, line)
+			}
+			if f := strings.Fields(line); len(f) == 2 && (f[0] == "CC" || f[0] == "AS") {
+				compiled.Add(1)
+			}
+			tail = append(tail, line)
+			if len(tail) > 40 {
+				tail = tail[1:]
+			}
+		}
+	}()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if b.Progress != nil {
+					b.Progress(int(compiled.Load()), expected, time.Since(start))
+				}
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(stop)
+	pw.Close()
+	<-done
+	if err != nil {
+		return int(compiled.Load()), fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, errorContext(tail))
+	}
+	return int(compiled.Load()), nil
+}
+
+// errorContext picks compiler errors out of the last lines of output, or
+// returns them all when none stands out.
+func errorContext(tail []string) string {
+	var errs []string
+	for _, l := range tail {
+		if strings.Contains(l, "error:") || strings.Contains(l, "Error ") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) == 0 {
+		errs = tail
+	}
+	return "  " + strings.Join(errs, "\n  ")
+}
+
+// CompilerVersion is the first line of cc --version, part of the cache key.
+func CompilerVersion(ctx context.Context, cc string) (string, error) {
+	out, err := exec.CommandContext(ctx, cc, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w (install gcc, or gcc-aarch64-linux-gnu for arm64)", cc, err)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}

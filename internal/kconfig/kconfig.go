@@ -1,0 +1,232 @@
+// Package kconfig makes a kernel .config from tinyconfig and lab's fragments
+// with the kernel's own merge_config.sh, then checks that every option the
+// fragments ask for survived olddefconfig.
+package kconfig
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Option is one line of a fragment.
+type Option struct {
+	Name  string // CONFIG_FOO
+	Value string // "y", "m", "256", "\"str\"", or "n" for "is not set"
+	File  string
+	Line  int
+}
+
+// ParseFragment reads CONFIG_X=v and "# CONFIG_X is not set" lines.
+func ParseFragment(path string) ([]Option, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	opts, err := parse(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return opts, nil
+}
+
+func parse(r io.Reader, file string) ([]Option, error) {
+	var opts []Option
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(l, "# CONFIG_") && strings.HasSuffix(l, " is not set"):
+			name := strings.TrimSuffix(strings.TrimPrefix(l, "# "), " is not set")
+			opts = append(opts, Option{Name: name, Value: "n", File: file, Line: n})
+		case strings.HasPrefix(l, "CONFIG_"):
+			k, v, ok := strings.Cut(l, "=")
+			if !ok {
+				return nil, fmt.Errorf("line %d: %q is not CONFIG_NAME=value", n, l)
+			}
+			opts = append(opts, Option{Name: k, Value: v, File: file, Line: n})
+		case l == "" || strings.HasPrefix(l, "#"):
+		default:
+			return nil, fmt.Errorf("line %d: %q is not a config line", n, l)
+		}
+	}
+	return opts, sc.Err()
+}
+
+// Values reads a final .config into a map; options that are not set are "n".
+func Values(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	opts, err := parse(f, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m := map[string]string{}
+	for _, o := range opts {
+		m[o.Name] = o.Value
+	}
+	return m, nil
+}
+
+// Dropped is a requested option that the final .config does not have.
+type Dropped struct {
+	Option
+	Got    string // the final value, "n" when absent
+	Reason string // what Kconfig says it depends on, when found
+}
+
+func (d Dropped) String() string {
+	s := fmt.Sprintf("%s:%d: %s=%s was requested but the final .config has %s", d.File, d.Line, d.Name, d.Value, show(d.Got))
+	if d.Reason != "" {
+		s += " (" + d.Reason + ")"
+	}
+	return s
+}
+
+func show(v string) string {
+	if v == "n" {
+		return "it unset"
+	}
+	return "=" + v
+}
+
+// DroppedError lists every dropped option.
+type DroppedError struct{ Dropped []Dropped }
+
+func (e *DroppedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d config option(s) did not survive olddefconfig:", len(e.Dropped))
+	for _, d := range e.Dropped {
+		b.WriteString("\n  " + d.String())
+	}
+	return b.String()
+}
+
+// Verify checks the final .config against the fragments. srcDir, when not
+// empty, is searched for each dropped option's Kconfig dependencies.
+func Verify(finalConfig string, fragments []string, srcDir string) error {
+	got, err := Values(finalConfig)
+	if err != nil {
+		return err
+	}
+	want := map[string]Option{} // later fragments override earlier ones, as in merge_config.sh
+	for _, fr := range fragments {
+		opts, err := ParseFragment(fr)
+		if err != nil {
+			return err
+		}
+		for _, o := range opts {
+			want[o.Name] = o
+		}
+	}
+	var dropped []Dropped
+	for name, o := range want {
+		g, ok := got[name]
+		if !ok {
+			g = "n"
+		}
+		if g != o.Value {
+			d := Dropped{Option: o, Got: g}
+			if srcDir != "" {
+				d.Reason = dependsOn(srcDir, strings.TrimPrefix(name, "CONFIG_"))
+			}
+			dropped = append(dropped, d)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	sort.Slice(dropped, func(i, j int) bool {
+		if dropped[i].File != dropped[j].File {
+			return dropped[i].File < dropped[j].File
+		}
+		return dropped[i].Line < dropped[j].Line
+	})
+	return &DroppedError{Dropped: dropped}
+}
+
+// dependsOn finds "config NAME" in the Kconfig files and returns its
+// "depends on" lines, or says that no such symbol exists.
+func dependsOn(srcDir, name string) string {
+	cmd := exec.Command("grep", "-rn", "--include=Kconfig*", "-E", "^(menu)?config "+name+"$", ".")
+	cmd.Dir = srcDir
+	out, err := cmd.Output()
+	if err != nil || len(out) == 0 {
+		return "no such Kconfig symbol in this source"
+	}
+	var reasons []string
+	for _, hit := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		file, rest, _ := strings.Cut(hit, ":")
+		var line int
+		fmt.Sscanf(rest, "%d", &line)
+		deps := blockDeps(filepath.Join(srcDir, file), line)
+		where := fmt.Sprintf("%s:%d", strings.TrimPrefix(file, "./"), line)
+		if deps == "" {
+			reasons = append(reasons, where+" has no prompt dependencies; a select or choice overrode it")
+		} else {
+			reasons = append(reasons, where+": "+deps)
+		}
+	}
+	return strings.Join(reasons, "; ")
+}
+
+func blockDeps(path string, start int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var deps []string
+	for n := 1; sc.Scan(); n++ {
+		if n <= start {
+			continue
+		}
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "config ") || strings.HasPrefix(l, "menuconfig ") || strings.HasPrefix(l, "endmenu") || strings.HasPrefix(l, "if ") || strings.HasPrefix(l, "choice") || strings.HasPrefix(l, "endchoice") {
+			break
+		}
+		if strings.HasPrefix(l, "depends on ") {
+			deps = append(deps, l)
+		}
+	}
+	return strings.Join(deps, ", ")
+}
+
+// Merge writes buildDir/.config: tinyconfig, then the fragments merged with
+// scripts/kconfig/merge_config.sh, then olddefconfig; and verifies it.
+func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = srcDir
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+		}
+		return nil
+	}
+	mk := func(target string) error {
+		return run("make", append(append([]string{"O=" + buildDir}, makeArgs...), target)...)
+	}
+	if err := mk("tinyconfig"); err != nil {
+		return err
+	}
+	args := append([]string{"-m", "-O", buildDir, filepath.Join(buildDir, ".config")}, fragments...)
+	if err := run(filepath.Join(srcDir, "scripts", "kconfig", "merge_config.sh"), args...); err != nil {
+		return err
+	}
+	if err := mk("olddefconfig"); err != nil {
+		return err
+	}
+	return Verify(filepath.Join(buildDir, ".config"), fragments, srcDir)
+}

@@ -1,0 +1,278 @@
+// Package source prepares a kernel source tree lab can build variants in: a
+// git work tree owned by lab, made from Debian's linux-source tarball or from
+// the user's own git tree, with one commit per variant.
+//
+// Variants are commits of the same work tree, so switching variant rewrites
+// only the files the series touches and kbuild rebuilds only what depends on
+// them: the second variant is an incremental build.
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"lab/internal/gitcmd"
+	"lab/internal/series"
+	"lab/internal/spec"
+)
+
+// Variant names.
+const (
+	Baseline = "baseline"
+	Patched  = "patched"
+)
+
+// Tree is a prepared source work tree.
+type Tree struct {
+	ID       string // stable identity, used in cache keys and paths
+	Dir      string // the work tree
+	Desc     string // human description of where it came from
+	Version  string // kernel version (make kernelversion)
+	BaseHash string // commit of the unmodified source
+	git      *gitcmd.Git
+	lock     *os.File
+}
+
+// Info is recorded next to a tarball tree once it is complete.
+type info struct {
+	Tarball string `json:"tarball"`
+	SHA256  string `json:"sha256"`
+	Package string `json:"package,omitempty"`
+	Version string `json:"package_version,omitempty"`
+	Commit  string `json:"commit"`
+}
+
+// Logf reports progress.
+type Logf func(format string, args ...any)
+
+// Prepare returns the work tree for src, extracting or adding a worktree the
+// first time. The tree is locked until Close, so that two lab runs sharing a
+// cache cannot switch variants under each other.
+func Prepare(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
+	if src.Git != "" {
+		return prepareGit(ctx, src, cacheDir, logf)
+	}
+	return prepareTarball(ctx, src, cacheDir, logf)
+}
+
+func prepareTarball(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
+	if _, err := os.Stat(src.Tarball); err != nil {
+		hint := ""
+		if src.Package != "" {
+			hint = fmt.Sprintf(" (install it with: apt-get install %s)", src.Package)
+		}
+		return nil, fmt.Errorf("kernel source %s: %w%s", src.Tarball, err, hint)
+	}
+	sum, err := fileSHA256(src.Tarball)
+	if err != nil {
+		return nil, err
+	}
+	id := "tarball-" + sum[:12]
+	dir := filepath.Join(cacheDir, "src", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	t := &Tree{ID: id, Dir: dir, git: &gitcmd.Git{Dir: dir}}
+	if err := t.lockTree(); err != nil {
+		return nil, err
+	}
+	infoPath := filepath.Join(cacheDir, "src", id+".json")
+	var inf info
+	if data, err := os.ReadFile(infoPath); err == nil && json.Unmarshal(data, &inf) == nil && inf.Commit != "" {
+		t.BaseHash = inf.Commit
+	} else {
+		logf("extract %s into %s", src.Tarball, dir)
+		if err := t.extract(ctx, src.Tarball); err != nil {
+			t.Close()
+			return nil, err
+		}
+		inf = info{Tarball: src.Tarball, SHA256: sum, Package: src.Package, Commit: t.BaseHash}
+		if src.Package != "" {
+			if out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", src.Package).Output(); err == nil {
+				inf.Version = string(out)
+			}
+		}
+		data, _ := json.MarshalIndent(inf, "", "  ")
+		if err := os.WriteFile(infoPath, data, 0o644); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	t.Desc = fmt.Sprintf("%s (sha256 %s)", src.Tarball, sum)
+	if inf.Package != "" {
+		t.Desc = fmt.Sprintf("Debian %s %s, %s", inf.Package, inf.Version, t.Desc)
+	}
+	if err := t.finish(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// extract unpacks the tarball and commits it, so that variants are commits.
+func (t *Tree) extract(ctx context.Context, tarball string) error {
+	ents, _ := os.ReadDir(t.Dir)
+	for _, e := range ents {
+		if e.Name() != ".lab-lock" {
+			if err := os.RemoveAll(filepath.Join(t.Dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	cmd := exec.CommandContext(ctx, "tar", "-xf", tarball, "--strip-components=1", "-C", t.Dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("extract %s: %w: %s", tarball, err, out)
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		// The lock file must not be part of any commit.
+		{"config", "core.excludesFile", "/dev/null"},
+		// -f: Debian's .gitignore ignores every top-level path.
+		{"add", "-f", "-A", "."},
+		{"rm", "-q", "--cached", "--ignore-unmatch", ".lab-lock"},
+		{"commit", "-q", "--no-verify", "-m", "import " + filepath.Base(tarball)},
+	} {
+		if _, err := t.git.Run(ctx, args...); err != nil {
+			return fmt.Errorf("import %s: %w", tarball, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(t.Dir, ".git", "info", "exclude"), []byte("/.lab-lock\n"), 0o644); err != nil {
+		return err
+	}
+	h, err := t.git.Output(ctx, "rev-parse", "HEAD")
+	t.BaseHash = h
+	return err
+}
+
+func prepareGit(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
+	repo, err := filepath.Abs(src.Git)
+	if err != nil {
+		return nil, err
+	}
+	user := &gitcmd.Git{Dir: repo}
+	base, err := user.Output(ctx, "rev-parse", "--verify", src.Base+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("source %s: base %q: %w", repo, src.Base, err)
+	}
+	sum := sha256.Sum256([]byte(repo))
+	id := "git-" + hex.EncodeToString(sum[:6])
+	dir := filepath.Join(cacheDir, "src", id)
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		logf("add a lab worktree of %s at %s", repo, dir)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return nil, err
+		}
+		user.Run(ctx, "worktree", "prune")
+		if _, err := user.Run(ctx, "worktree", "add", "--detach", dir, base); err != nil {
+			return nil, fmt.Errorf("source %s: %w", repo, err)
+		}
+	}
+	t := &Tree{ID: id, Dir: dir, BaseHash: base, git: &gitcmd.Git{Dir: dir}}
+	if err := t.lockTree(); err != nil {
+		return nil, err
+	}
+	t.Desc = fmt.Sprintf("git %s at %s (%s)", repo, src.Base, base)
+	if err := t.finish(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tree) finish(ctx context.Context) error {
+	if err := t.Checkout(ctx, t.BaseHash); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, "make", "-s", "-C", t.Dir, "kernelversion").Output()
+	if err != nil {
+		return fmt.Errorf("make kernelversion in %s: %w", t.Dir, err)
+	}
+	t.Version = strings.TrimSpace(string(out))
+	return nil
+}
+
+func (t *Tree) lockTree() error {
+	f, err := os.OpenFile(filepath.Join(t.Dir, ".lab-lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("source tree %s is in use by another lab run: %w", t.Dir, err)
+	}
+	t.lock = f
+	return nil
+}
+
+// Close releases the tree's lock.
+func (t *Tree) Close() error {
+	if t.lock == nil {
+		return nil
+	}
+	err := t.lock.Close()
+	t.lock = nil
+	return err
+}
+
+// Checkout switches the work tree to commit, touching only files that differ.
+func (t *Tree) Checkout(ctx context.Context, commit string) error {
+	if _, err := t.git.Run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
+		return fmt.Errorf("checkout %s in %s: %w", commit, t.Dir, err)
+	}
+	return nil
+}
+
+// Variants returns the commits of the baseline and the patched variant of
+// the series in mode, creating them on first use. They are kept under
+// refs/lab/ so that later runs reuse them.
+func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (map[string]string, error) {
+	ref := fmt.Sprintf("refs/lab/%s-%s-%s", t.BaseHash[:12], mode, s.Hash()[:16])
+	other, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref)
+	if err != nil || other == "" {
+		if err := t.Checkout(ctx, t.BaseHash); err != nil {
+			return nil, err
+		}
+		switch mode {
+		case spec.ModeRevert:
+			err = s.Revert(ctx, t.git)
+		default:
+			err = s.Apply(ctx, t.git)
+		}
+		if err != nil {
+			t.Checkout(ctx, t.BaseHash)
+			return nil, err
+		}
+		if other, err = t.git.Output(ctx, "rev-parse", "HEAD"); err != nil {
+			return nil, err
+		}
+		if _, err := t.git.Run(ctx, "update-ref", ref, other); err != nil {
+			return nil, err
+		}
+	}
+	if mode == spec.ModeRevert {
+		return map[string]string{Baseline: other, Patched: t.BaseHash}, nil
+	}
+	return map[string]string{Baseline: t.BaseHash, Patched: other}, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
