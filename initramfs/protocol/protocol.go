@@ -69,11 +69,11 @@ type Record struct {
 
 // Hello describes the guest as the agent found it.
 type Hello struct {
-	Release     string  `json:"release"`      // uname -r
-	Version     string  `json:"version"`      // /proc/version
-	UptimeS     float64 `json:"uptime_s"`     // guest uptime when the agent started
-	OnlineCPUs  int     `json:"online_cpus"`  // sysconf(_SC_NPROCESSORS_ONLN)
-	Online      string  `json:"online"`       // /sys/devices/system/cpu/online
+	Release     string  `json:"release"`       // uname -r
+	Version     string  `json:"version"`       // /proc/version
+	UptimeS     float64 `json:"uptime_s"`      // guest uptime when the agent started
+	OnlineCPUs  int     `json:"online_cpus"`   // sysconf(_SC_NPROCESSORS_ONLN)
+	Online      string  `json:"online"`        // /sys/devices/system/cpu/online
 	MemTotalKiB int64   `json:"mem_total_kib"` // from /proc/meminfo
 }
 

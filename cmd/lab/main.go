@@ -1,0 +1,228 @@
+// Command lab tells whether a kernel patch series makes the kernel faster:
+// it builds the kernel with and without the series, boots both in QEMU, runs
+// probe benchmarks in the guest and prints baseline against patched.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"lab/internal/initramfs"
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/spec"
+)
+
+const usage = `usage:
+  lab run LAB.yaml [flags]     build, boot and measure baseline against patched
+  lab table RUN-DIR            print the table of a saved run again
+
+run flags (they override the lab file):
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = cmdRun(ctx, os.Args[2:])
+	case "table":
+		err = cmdTable(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		runFlags(flag.NewFlagSet("run", flag.ContinueOnError)).fs.PrintDefaults()
+		return
+	default:
+		err = fmt.Errorf("unknown command %q\n%s", os.Args[1], usage)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	fs        *flag.FlagSet
+	arch      *string
+	cpus      *string
+	producers *string
+	boots     *int
+	duration  *time.Duration
+	warmup    *time.Duration
+	measure   *string
+	accel     *string
+	cache     *string
+	results   *string
+	jobs      *int
+}
+
+func runFlags(fs *flag.FlagSet) flags {
+	home, _ := os.UserHomeDir()
+	cache := os.Getenv("LAB_CACHE")
+	if cache == "" {
+		cache = filepath.Join(home, ".cache", "lab")
+	}
+	return flags{
+		fs:        fs,
+		arch:      fs.String("arch", "", "guest architectures, comma-separated (x86_64, arm64)"),
+		cpus:      fs.String("cpus", "", "vCPU counts, comma-separated"),
+		producers: fs.String("producers", "", "producer counts, comma-separated"),
+		boots:     fs.Int("boots", 0, "boots per variant"),
+		duration:  fs.Duration("duration", 0, "measured time per benchmark (one sample a second)"),
+		warmup:    fs.Duration("warmup", -1, "warm-up time per benchmark, dropped"),
+		measure:   fs.String("measure", "", "clock: auto, wall or icount"),
+		accel:     fs.String("accel", "", "force an accelerator: kvm or tcg (default: KVM when it really works)"),
+		cache:     fs.String("cache", cache, "cache of sources, kernels and images ($LAB_CACHE)"),
+		results:   fs.String("results", "", "results folder (default: results/ in lab's checkout)"),
+		jobs:      fs.Int("j", 0, "make -j for kernel builds (default: host CPUs)"),
+	}
+}
+
+// parseInterleaved accepts flags before and after the lab file.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func cmdRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	f := runFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("run takes one lab file, got %d", len(pos))
+	}
+	lab, err := spec.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	if err := override(lab, f); err != nil {
+		return err
+	}
+	root, err := initramfs.ModuleRoot(".")
+	if err != nil {
+		if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
+			return err
+		}
+	}
+	resultsDir := *f.results
+	if resultsDir == "" {
+		resultsDir = filepath.Join(root, "results")
+	}
+	res, dir, err := run.Run(ctx, run.Options{
+		Lab: lab, CacheDir: *f.cache, ResultsDir: resultsDir, ModuleRoot: root,
+		Accel: *f.accel, Command: append([]string{"lab", "run"}, args...), Out: os.Stdout, Jobs: *f.jobs,
+	})
+	if err != nil && res != nil && dir != "" {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(os.Stderr, "lab: interrupted; what was measured is saved in %s\n", dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "lab: results so far are in %s\n", dir)
+		}
+	}
+	return err
+}
+
+// override applies command-line flags on top of the lab file.
+func override(lab *spec.Lab, f flags) error {
+	m := &lab.Matrix
+	if *f.arch != "" {
+		m.Arch = strings.Split(*f.arch, ",")
+	}
+	var err error
+	if *f.cpus != "" {
+		if m.CPUs, err = ints("--cpus", *f.cpus); err != nil {
+			return err
+		}
+		// Producer counts above the vCPUs cannot run; keep those that fit.
+		var keep []int
+		for _, p := range m.Producers {
+			if p <= minInt(m.CPUs) {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			keep = []int{1}
+		}
+		m.Producers = keep
+	}
+	if *f.producers != "" {
+		if m.Producers, err = ints("--producers", *f.producers); err != nil {
+			return err
+		}
+	}
+	if *f.boots != 0 {
+		m.Boots = *f.boots
+	}
+	if *f.duration != 0 {
+		m.Duration.Duration = *f.duration
+	}
+	if *f.warmup >= 0 {
+		m.Warmup.Duration = *f.warmup
+	}
+	if *f.measure != "" {
+		m.Measure = *f.measure
+	}
+	if err := lab.Validate(); err != nil {
+		return fmt.Errorf("with the command-line flags: %w", err)
+	}
+	return nil
+}
+
+func minInt(x []int) int {
+	m := x[0]
+	for _, v := range x {
+		m = min(m, v)
+	}
+	return m
+}
+
+func ints(flag, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func cmdTable(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("table takes one run directory")
+	}
+	r, err := results.Load(filepath.Join(args[0], "results.json"))
+	if err != nil {
+		return err
+	}
+	fmt.Print(report.Render(r.Lab, report.Tables(r)))
+	return nil
+}

@@ -1,0 +1,238 @@
+// Package report turns a run's results into the baseline-against-patched
+// table. It only shows figures the run measured.
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/vm"
+)
+
+// Shape identifies one table: everything that must be equal between the
+// compared boots.
+type Shape struct {
+	Arch  string
+	CPUs  int
+	Accel string
+	Clock string
+}
+
+// Row is one benchmark at one producer count.
+type Row struct {
+	Benchmark string
+	Producers int
+	Variants  map[string]Summary // by variant
+}
+
+// Summary is a variant's figures: one observation per boot (the boot's mean
+// rate; samples inside a boot are correlated, boots are not).
+type Summary struct {
+	PerBoot []float64 // hits/s
+	Mean    float64
+	Stddev  float64 // sample standard deviation across boots
+	Missing []string
+}
+
+// Table is the comparison for one shape.
+type Table struct {
+	Shape Shape
+	Boots map[string]int // boots that delivered results, by variant
+	Rows  []Row
+}
+
+// Tables groups a run's boots by shape and summarises them.
+func Tables(r *results.Run) []Table {
+	byShape := map[Shape]*Table{}
+	var order []Shape
+	for _, b := range r.Boots {
+		s := Shape{Arch: b.Arch, CPUs: b.CPUs, Accel: b.Accel.Name, Clock: b.Clock}
+		t, ok := byShape[s]
+		if !ok {
+			t = &Table{Shape: s, Boots: map[string]int{}}
+			byShape[s] = t
+			order = append(order, s)
+		}
+		if !b.OK() {
+			continue
+		}
+		t.Boots[b.Variant]++
+		for _, res := range b.Results {
+			row := t.row(res.Benchmark, res.Producers)
+			sum := row.Variants[b.Variant]
+			if res.Error != "" || res.Unsupported != "" || len(res.Samples) == 0 {
+				why := res.Error + res.Unsupported
+				if why == "" {
+					why = "no samples"
+				}
+				sum.Missing = append(sum.Missing, fmt.Sprintf("boot %d: %s", b.Index, why))
+			} else {
+				sum.PerBoot = append(sum.PerBoot, meanRate(res.Samples))
+			}
+			row.Variants[b.Variant] = sum
+		}
+	}
+	var out []Table
+	for _, s := range order {
+		t := byShape[s]
+		for i := range t.Rows {
+			for v, sum := range t.Rows[i].Variants {
+				sum.Mean, sum.Stddev = meanStddev(sum.PerBoot)
+				t.Rows[i].Variants[v] = sum
+			}
+		}
+		sort.Slice(t.Rows, func(i, j int) bool {
+			if t.Rows[i].Benchmark != t.Rows[j].Benchmark {
+				return t.Rows[i].Benchmark < t.Rows[j].Benchmark
+			}
+			return t.Rows[i].Producers < t.Rows[j].Producers
+		})
+		out = append(out, *t)
+	}
+	return out
+}
+
+func (t *Table) row(bench string, p int) *Row {
+	for i := range t.Rows {
+		if t.Rows[i].Benchmark == bench && t.Rows[i].Producers == p {
+			return &t.Rows[i]
+		}
+	}
+	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Variants: map[string]Summary{}})
+	return &t.Rows[len(t.Rows)-1]
+}
+
+// meanRate is the boot's rate: all hits over all measured time, so that a
+// long interval (steal, a slow guest clock) weighs as much as it lasted.
+func meanRate(samples []protocol.Sample) float64 {
+	var hits float64
+	var ns int64
+	for _, s := range samples {
+		hits += float64(s.Hits)
+		ns += s.IntervalNS
+	}
+	if ns == 0 {
+		return 0
+	}
+	return hits / (float64(ns) / 1e9)
+}
+
+func meanStddev(x []float64) (mean, sd float64) {
+	if len(x) == 0 {
+		return 0, 0
+	}
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	if len(x) < 2 {
+		return mean, 0
+	}
+	for _, v := range x {
+		sd += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(x)-1))
+}
+
+// Header is the line above a table: what ran, and what its figures can show.
+func Header(lab string, t Table) string {
+	parts := []string{lab, t.Shape.Arch, fmt.Sprintf("%d vCPU%s", t.Shape.CPUs, plural(t.Shape.CPUs))}
+	switch {
+	case t.Shape.Accel == vm.KVM:
+		parts = append(parts, "KVM")
+	case t.Shape.Clock == vm.ClockICount:
+		parts = append(parts, "TCG icount (M/s per 10^9 guest instructions: path length, no cache or contention effects)")
+	default:
+		parts = append(parts, "TCG (emulated: absolute figures are not hardware figures)")
+	}
+	parts = append(parts, t.Shape.Clock+" clock")
+	b, p := t.Boots["baseline"], t.Boots["patched"]
+	if b == p {
+		parts = append(parts, fmt.Sprintf("%d boot%s each", b, plural(b)))
+	} else {
+		parts = append(parts, fmt.Sprintf("%d baseline + %d patched boots", b, p))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Render draws the tables as text.
+func Render(lab string, tables []Table) string {
+	var b strings.Builder
+	for i, t := range tables {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(Header(lab, t) + "\n")
+		tw := table.NewWriter()
+		tw.SetStyle(plainStyle())
+		tw.AppendHeader(table.Row{"benchmark", "producers", "baseline M/s", "patched M/s", "Δ"})
+		tw.SetColumnConfigs([]table.ColumnConfig{
+			{Number: 2, Align: text.AlignRight},
+			{Number: 3, Align: text.AlignRight},
+			{Number: 4, Align: text.AlignRight},
+			{Number: 5, Align: text.AlignRight},
+		})
+		var notes []string
+		for _, r := range t.Rows {
+			base, pat := r.Variants["baseline"], r.Variants["patched"]
+			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers), cell(pat, r.Producers), delta(base, pat)})
+			for _, v := range []string{"baseline", "patched"} {
+				for _, m := range r.Variants[v].Missing {
+					notes = append(notes, fmt.Sprintf("%s p=%d %s: %s", r.Benchmark, r.Producers, v, m))
+				}
+			}
+		}
+		b.WriteString(tw.Render() + "\n")
+		for _, n := range notes {
+			b.WriteString("  note: " + n + "\n")
+		}
+	}
+	return b.String()
+}
+
+func cell(s Summary, producers int) string {
+	if len(s.PerBoot) == 0 {
+		return "–"
+	}
+	m, sd := s.Mean/1e6, s.Stddev/1e6
+	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m), sig(sd), sig(m/float64(producers)))
+}
+
+func delta(base, pat Summary) string {
+	if len(base.PerBoot) == 0 || len(pat.PerBoot) == 0 || base.Mean == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", (pat.Mean/base.Mean-1)*100)
+}
+
+// sig prints 3 decimals, or 3 significant digits for small values.
+func sig(v float64) string {
+	if v != 0 && math.Abs(v) < 0.01 {
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func plainStyle() table.Style {
+	s := table.StyleDefault
+	s.Options.DrawBorder = false
+	s.Options.SeparateColumns = false
+	s.Options.SeparateHeader = false
+	s.Options.SeparateRows = false
+	s.Format.Header = text.FormatDefault
+	return s
+}

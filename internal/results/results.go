@@ -1,0 +1,133 @@
+// Package results is the record of one lab run (results.json): every sample
+// of every boot, and everything needed to rerun it.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/kbuild"
+	"lab/internal/spec"
+	"lab/internal/vm"
+)
+
+// Run is results.json.
+type Run struct {
+	Lab        string        `json:"lab"`
+	LabFile    string        `json:"lab_file"`
+	RunID      string        `json:"run_id"`
+	LabVersion string        `json:"lab_version"` // git describe of lab's checkout
+	Command    []string      `json:"command"`     // the command line that made this run
+	Started    time.Time     `json:"started"`
+	Finished   time.Time     `json:"finished,omitzero"`
+	Complete   bool          `json:"complete"` // false while running or after an interruption
+	Source     Source        `json:"source"`
+	Series     Series        `json:"series"`
+	Matrix     spec.Matrix   `json:"matrix"`
+	Host       Host          `json:"host"`
+	Kernels    []Kernel      `json:"kernels"`
+	Initramfs  []Initramfs   `json:"initramfs"`
+	Boots      []Boot        `json:"boots"`
+	Notes      []string      `json:"notes,omitempty"`
+	Claims     []spec.Claim  `json:"claims,omitempty"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+}
+
+// Source is the kernel source.
+type Source struct {
+	Desc    string `json:"desc"`
+	ID      string `json:"id"`
+	Version string `json:"kernel_version"`
+	Commit  string `json:"base_commit"`
+}
+
+// Series is the series under test.
+type Series struct {
+	Name     string            `json:"name"`
+	Mode     string            `json:"mode"`
+	Hash     string            `json:"sha256"`
+	Patches  []Patch           `json:"patches"`
+	Variants map[string]string `json:"variant_commits"`
+}
+
+// Patch is one patch file.
+type Patch struct {
+	Name    string `json:"file"`
+	Subject string `json:"subject"`
+	SHA256  string `json:"sha256"`
+}
+
+// Host is the machine the run happened on.
+type Host struct {
+	CPUModel string `json:"cpu_model"`
+	CPUs     int    `json:"cpus"`
+	Kernel   string `json:"kernel"`
+	GOARCH   string `json:"goarch"`
+}
+
+// Kernel is one built kernel.
+type Kernel struct {
+	Arch    string      `json:"arch"`
+	Variant string      `json:"variant"`
+	Info    kbuild.Info `json:"build"`
+	Cached  bool        `json:"cached"` // this run compiled nothing for it
+}
+
+// Initramfs is one guest image.
+type Initramfs struct {
+	Arch   string `json:"arch"`
+	Path   string `json:"path"`
+	Key    string `json:"key"`
+	Cached bool   `json:"cached"`
+}
+
+// Boot is one boot of one variant.
+type Boot struct {
+	Index   int                `json:"index"` // 1-based, in boot order
+	Arch    string             `json:"arch"`
+	CPUs    int                `json:"cpus"`
+	Variant string             `json:"variant"`
+	Accel   vm.Accel           `json:"accel"`
+	Clock   string             `json:"clock"`
+	Outcome *vm.Outcome        `json:"qemu,omitempty"`
+	Hello   *protocol.Hello    `json:"guest,omitempty"`
+	Results []protocol.Result  `json:"results"`
+	Error   string             `json:"error,omitempty"`
+	Console string             `json:"console_log"` // relative to the run directory
+	Job     protocol.Job       `json:"job"`
+	Extra   map[string]float64 `json:"extra,omitempty"`
+}
+
+// OK reports whether the boot delivered its results.
+func (b Boot) OK() bool { return b.Error == "" }
+
+// Write saves r as dir/results.json atomically, so that an interrupted run
+// leaves the last complete version.
+func (r *Run) Write(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "results.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "results.json"))
+}
+
+// Load reads a results.json.
+func Load(path string) (*Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,117 @@
+package vm
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"lab/internal/arch"
+)
+
+// Accelerators.
+const (
+	KVM = "kvm"
+	TCG = "tcg"
+)
+
+// Accel is the accelerator a guest runs under, and why it was chosen.
+type Accel struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Host is what accelerator detection looks at; tests fill it in by hand.
+type Host struct {
+	GOARCH      string
+	DevKVM      error  // result of opening /dev/kvm read-write
+	CPUInfo     string // /proc/cpuinfo
+	PVMLoaded   bool   // the kvm_pvm module (Pagetable-based VM) is loaded
+	ForcedAccel string // --accel, empty for auto
+}
+
+// ReadHost looks at this machine.
+func ReadHost(forced string) Host {
+	h := Host{GOARCH: runtime.GOARCH, ForcedAccel: forced}
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
+		h.DevKVM = err
+	} else {
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		h.CPUInfo = string(b)
+	}
+	_, err := os.Stat("/sys/module/kvm_pvm")
+	h.PVMLoaded = err == nil
+	return h
+}
+
+// ChooseAccel picks KVM only when it can really run a stock kernel of arch:
+// same architecture, /dev/kvm usable, and (on x86) hardware virtualisation
+// flags present. A /dev/kvm backed by PVM (no vmx/svm) runs stock kernels by
+// instruction emulation and hangs them, so it counts as unusable.
+func ChooseAccel(h Host, a arch.Arch) (Accel, error) {
+	kvmOK, why := kvmUsable(h, a)
+	switch h.ForcedAccel {
+	case KVM:
+		if !kvmOK {
+			return Accel{}, fmt.Errorf("--accel kvm: KVM cannot run this guest: %s", why)
+		}
+		return Accel{Name: KVM, Reason: "asked for with --accel kvm"}, nil
+	case TCG:
+		return Accel{Name: TCG, Reason: "asked for with --accel tcg"}, nil
+	case "":
+	default:
+		return Accel{}, fmt.Errorf("--accel %q: want kvm or tcg", h.ForcedAccel)
+	}
+	if kvmOK {
+		return Accel{Name: KVM, Reason: why}, nil
+	}
+	return Accel{Name: TCG, Reason: why}, nil
+}
+
+func kvmUsable(h Host, a arch.Arch) (bool, string) {
+	if a.GOARCH != h.GOARCH {
+		return false, fmt.Sprintf("%s guest on a %s host: emulated", a.Name, h.GOARCH)
+	}
+	if h.DevKVM != nil {
+		return false, fmt.Sprintf("/dev/kvm is not usable: %v", h.DevKVM)
+	}
+	if h.GOARCH == "amd64" {
+		if !cpuFlag(h.CPUInfo, "vmx") && !cpuFlag(h.CPUInfo, "svm") {
+			pvm := ""
+			if h.PVMLoaded {
+				pvm = " (kvm_pvm is loaded: a PVM /dev/kvm, which hangs stock kernels)"
+			}
+			return false, "/dev/kvm exists but the CPU has no vmx/svm flag" + pvm
+		}
+	}
+	return true, "/dev/kvm usable with hardware virtualisation"
+}
+
+func cpuFlag(cpuinfo, flag string) bool {
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) != "flags" {
+			continue
+		}
+		for _, f := range strings.Fields(v) {
+			if f == flag {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// HostCPUModel is the host's CPU model name, for provenance.
+func HostCPUModel(cpuinfo string) string {
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (strings.TrimSpace(k) == "model name" || strings.TrimSpace(k) == "CPU part") {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,255 @@
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/digitalocean/go-qemu/qmp"
+
+	"lab/initramfs/protocol"
+)
+
+// Outcome is what one boot produced. It is filled in as far as the boot got,
+// even when Boot returns an error.
+type Outcome struct {
+	QEMU        string            `json:"qemu"`         // binary
+	Args        []string          `json:"args"`         // full command line
+	QEMUVersion string            `json:"qemu_version"` // from QMP
+	VCPUs       []VCPU            `json:"vcpus"`        // from query-cpus-fast
+	Records     []protocol.Record `json:"-"`
+	Wall        time.Duration     `json:"wall_ns"`     // QEMU start to exit
+	ToAgent     time.Duration     `json:"to_agent_ns"` // QEMU start to the agent's first record
+	ExitCode    int               `json:"exit_code"`
+}
+
+// VCPU is one vCPU as QMP reports it.
+type VCPU struct {
+	Index    int `json:"cpu-index"`
+	ThreadID int `json:"thread-id"`
+	Props    struct {
+		Socket int `json:"socket-id"`
+		Core   int `json:"core-id"`
+		Thread int `json:"thread-id"`
+		Node   int `json:"node-id"`
+	} `json:"props"`
+	Target string `json:"target"`
+}
+
+// BootError is a boot that did not deliver its results.
+type BootError struct {
+	Reason  string
+	Console []string // the console's last lines
+	Log     string
+}
+
+func (e *BootError) Error() string {
+	return fmt.Sprintf("%s; console (%s), last lines:\n    %s", e.Reason, e.Log, strings.Join(e.Console, "\n    "))
+}
+
+// Boot runs one guest to completion or to its deadline. Cancelling ctx stops
+// QEMU as well; no QEMU outlives Boot.
+func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(string)) (*Outcome, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	args, err := c.Args()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
+	os.Remove(c.QMPPath)
+	os.Remove(c.ResultsPath())
+	bctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	cmd := exec.Command(c.Arch.QEMU, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// Own process group: a Ctrl-C reaches lab, which then stops QEMU itself
+	// after saving what the boot produced.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return out, fmt.Errorf("start %s: %w", c.Arch.QEMU, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		// Whatever happened, QEMU does not outlive the boot.
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+		os.Remove(c.QMPPath)
+	}()
+
+	mon, err := connectQMP(bctx, c.QMPPath, exited)
+	if err != nil {
+		return out, c.bootError(fmt.Sprintf("QMP: %v; qemu: %s", err, strings.TrimSpace(stderr.String())))
+	}
+	defer mon.Disconnect()
+	if mon.Version != nil {
+		out.QEMUVersion = mon.Version.String()
+	}
+	if err := c.checkVCPUs(mon, out); err != nil {
+		return out, err
+	}
+	progress(fmt.Sprintf("running, %d vCPUs confirmed over QMP", len(out.VCPUs)))
+
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var exitErr error
+wait:
+	for {
+		select {
+		case exitErr = <-exited:
+			break wait
+		case <-tick.C:
+			if out.ToAgent == 0 {
+				if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > 0 {
+					out.ToAgent = time.Since(start)
+					progress(fmt.Sprintf("agent up after %.1fs", out.ToAgent.Seconds()))
+				}
+			}
+		case <-bctx.Done():
+			stop(mon, exited, cmd)
+			out.Wall = time.Since(start)
+			out.Records, _ = ReadRecords(c.ResultsPath())
+			if ctx.Err() != nil {
+				return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+			}
+			return out, c.bootError(fmt.Sprintf("deadline of %v passed: guest hung or too slow", deadline))
+		}
+	}
+	out.Wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	out.Records, err = ReadRecords(c.ResultsPath())
+	if err != nil {
+		return out, c.bootError(fmt.Sprintf("results: %v", err))
+	}
+	if exitErr != nil {
+		return out, c.bootError(fmt.Sprintf("qemu: %v: %s", exitErr, strings.TrimSpace(stderr.String())))
+	}
+	for _, r := range out.Records {
+		if r.Type == protocol.TypeError {
+			return out, c.bootError("agent: " + r.Error)
+		}
+	}
+	if len(out.Records) == 0 || out.Records[len(out.Records)-1].Type != protocol.TypeDone {
+		reason := "guest stopped before the agent finished"
+		if panicked(c.ConsoleLog()) {
+			reason = "kernel panic"
+		}
+		return out, c.bootError(reason)
+	}
+	return out, nil
+}
+
+// connectQMP waits for QEMU's QMP socket and does the handshake.
+func connectQMP(ctx context.Context, path string, exited <-chan error) (*qmp.SocketMonitor, error) {
+	for {
+		mon, err := qmp.NewSocketMonitor("unix", path, time.Second)
+		if err == nil {
+			if err := mon.Connect(); err != nil {
+				return nil, err
+			}
+			return mon, nil
+		}
+		select {
+		case e := <-exited:
+			return nil, fmt.Errorf("qemu exited before QMP was up: %v", e)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// checkVCPUs reads the vCPUs back from QEMU and checks their number.
+func (c Config) checkVCPUs(mon *qmp.SocketMonitor, out *Outcome) error {
+	raw, err := mon.Run([]byte(`{"execute":"query-cpus-fast"}`))
+	if err != nil {
+		return c.bootError(fmt.Sprintf("QMP query-cpus-fast: %v", err))
+	}
+	var resp struct {
+		Return []VCPU `json:"return"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return fmt.Errorf("QMP query-cpus-fast: %w", err)
+	}
+	out.VCPUs = resp.Return
+	if len(resp.Return) != c.CPUs {
+		return c.bootError(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.CPUs))
+	}
+	return nil
+}
+
+// stop asks QEMU to quit over QMP, then kills it.
+func stop(mon *qmp.SocketMonitor, exited <-chan error, cmd *exec.Cmd) {
+	go mon.Run([]byte(`{"execute":"quit"}`))
+	select {
+	case <-exited:
+	case <-time.After(3 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// ReadRecords parses the agent's JSON lines. A torn last line (the guest died
+// mid-write) is dropped; everything before it is kept.
+func ReadRecords(path string) ([]protocol.Record, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var recs []protocol.Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r protocol.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, sc.Err()
+}
+
+func (c Config) bootError(reason string) error {
+	return &BootError{Reason: reason, Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
+}
+
+func tail(path string, n int) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return []string{fmt.Sprintf("(no console log: %v)", err)}
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\r\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], "\r")
+	}
+	return lines
+}
+
+func panicked(log string) bool {
+	data, _ := os.ReadFile(log)
+	return bytes.Contains(data, []byte("Kernel panic"))
+}

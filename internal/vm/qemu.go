@@ -1,0 +1,112 @@
+// Package vm boots a kernel and initramfs in QEMU, watches it over QMP, and
+// collects the console log and the agent's records.
+package vm
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"lab/initramfs/protocol"
+	"lab/internal/arch"
+)
+
+// Clock modes.
+const (
+	ClockWall   = "wall"
+	ClockICount = "icount"
+)
+
+// Config is one boot.
+type Config struct {
+	Arch    arch.Arch
+	Kernel  string
+	Initrd  string
+	CPUs    int
+	Memory  string // QEMU -m syntax, e.g. "1G"
+	Accel   Accel
+	Clock   string // ClockWall or ClockICount
+	Job     protocol.Job
+	Dir     string // where console.log and results.jsonl go
+	QMPPath string // unix socket; short, because of sun_path's 108 bytes
+}
+
+// ConsoleLog is the path of the boot's console log.
+func (c Config) ConsoleLog() string { return filepath.Join(c.Dir, "console.log") }
+
+// ResultsPath is the path the agent's records arrive at.
+func (c Config) ResultsPath() string { return filepath.Join(c.Dir, "results.jsonl") }
+
+// Cmdline is the kernel command line.
+func (c Config) Cmdline() (string, error) {
+	job, err := c.Job.Encode()
+	if err != nil {
+		return "", err
+	}
+	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", "loglevel=6"}
+	if c.Arch.Name == "x86_64" && c.Accel.Name == TCG {
+		// TCG has no stable TSC to calibrate against; don't fall back to
+		// slow clocksources on a long run.
+		parts = append(parts, "tsc=reliable")
+	}
+	return strings.Join(append(parts, job), " "), nil
+}
+
+// Args builds QEMU's command line (without the binary).
+func (c Config) Args() ([]string, error) {
+	if c.CPUs < 1 {
+		return nil, fmt.Errorf("vCPUs %d: want at least 1", c.CPUs)
+	}
+	if c.Clock == ClockICount {
+		if c.Accel.Name != TCG {
+			return nil, fmt.Errorf("icount needs TCG, not %s", c.Accel.Name)
+		}
+		if c.CPUs != 1 {
+			return nil, fmt.Errorf("icount with %d vCPUs: only 1 vCPU is reliable (2 of 8 two-vCPU boots stalled when measured)", c.CPUs)
+		}
+	}
+	cmdline, err := c.Cmdline()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{}, c.Arch.Machine...)
+	switch {
+	case c.Accel.Name == KVM:
+		// -cpu host replaces the arch's TCG CPU model.
+		args = replaceCPU(args, "host")
+		args = append(args, "-accel", "kvm")
+	case c.Clock == ClockICount:
+		// One thread, and guest time counted in instructions (1 ns = 1 insn):
+		// rates become path lengths, repeatable from boot to boot.
+		args = append(args, "-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off")
+	default:
+		args = append(args, "-accel", "tcg,thread=multi")
+	}
+	args = append(args,
+		"-smp", fmt.Sprint(c.CPUs),
+		"-m", c.Memory,
+		"-kernel", c.Kernel,
+		"-initrd", c.Initrd,
+		"-append", cmdline,
+		"-nodefaults", "-display", "none", "-no-reboot",
+		"-chardev", "file,id=con,path="+c.ConsoleLog(),
+		"-serial", "chardev:con",
+		// The agent's results travel on their own port: console noise (a
+		// WARNING in the middle of a line) cannot corrupt them.
+		"-device", "virtio-serial-pci,id=vser",
+		"-chardev", "file,id=res,path="+c.ResultsPath(),
+		"-device", "virtserialport,bus=vser.0,chardev=res,name="+protocol.PortName,
+		"-qmp", "unix:"+c.QMPPath+",server=on,wait=off",
+	)
+	return args, nil
+}
+
+func replaceCPU(args []string, model string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-cpu" {
+			args[i+1] = model
+			return args
+		}
+	}
+	return append(args, "-cpu", model)
+}
