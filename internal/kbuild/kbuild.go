@@ -79,6 +79,10 @@ type Builder struct {
 	Jobs     int       // make -j; 0 means host CPUs
 	Log      io.Writer // build output (make's full log)
 	Progress func(compiled, expected int, elapsed time.Duration)
+	// KconfigID identifies the checked-out tree's Kconfig files. When it and
+	// the fragments match the last configuration of the build directory,
+	// the .config is reused (and still verified) instead of regenerated.
+	KconfigID string
 }
 
 // Lookup returns the cached kernel for in, or nil.
@@ -127,7 +131,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	if err := kconfig.Merge(ctx, b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+	if err := b.configure(ctx, a, in, out); err != nil {
 		return nil, fmt.Errorf("configure %s/%s: %w", a.Name, in.Variant, err)
 	}
 	compiled, err := b.make(ctx, a, out)
@@ -160,6 +164,38 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, err
 	}
 	return info, nil
+}
+
+// configure makes the build directory's .config, unless the one there was
+// made from the same fragments, Kconfig files and compiler.
+func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out string) error {
+	stampPath := filepath.Join(out, ".lab-config-stamp")
+	stamp := ""
+	if b.KconfigID != "" {
+		h := sha256.New()
+		fmt.Fprintf(h, "recipe=%s\nkconfig=%s\narch=%s\ncc=%s\n", recipe, b.KconfigID, a.Name, in.Compiler)
+		for _, f := range in.Fragments {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%x\n", sha256.Sum256(data))
+		}
+		stamp = hex.EncodeToString(h.Sum(nil))
+		if old, err := os.ReadFile(stampPath); err == nil && string(old) == stamp {
+			if err := kconfig.Verify(filepath.Join(out, ".config"), in.Fragments, b.SrcDir); err == nil {
+				return nil
+			}
+		}
+	}
+	os.Remove(stampPath)
+	if err := kconfig.Merge(ctx, b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+		return err
+	}
+	if stamp != "" {
+		return os.WriteFile(stampPath, []byte(stamp), 0o644)
+	}
+	return nil
 }
 
 // make runs the image build and returns how many compile steps ran.

@@ -209,6 +209,10 @@ func cell(s Summary, producers int) string {
 		return "–"
 	}
 	m, sd := s.Mean/1e6, s.Stddev/1e6
+	if len(s.PerBoot) < 2 {
+		// One boot has no spread to show; don't print a fake ± 0.
+		return fmt.Sprintf("%s (%s/prod)", sig(m), sig(m/float64(producers)))
+	}
 	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m), sig(sd), sig(m/float64(producers)))
 }
 

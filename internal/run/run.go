@@ -218,6 +218,9 @@ func (r *Runner) buildKernel(ctx context.Context, tree *source.Tree, ser *series
 		if err := tree.Checkout(ctx, commit); err != nil {
 			return err
 		}
+		if b.KconfigID, err = tree.KconfigID(ctx); err != nil {
+			return err
+		}
 		info, err = b.Build(ctx, a, in)
 		return err
 	})

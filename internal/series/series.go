@@ -121,7 +121,7 @@ func (s *Series) Apply(ctx context.Context, g *gitcmd.Git) error {
 	for _, p := range s.Patches {
 		if out, err := g.Run(ctx, "am", "--keep-cr", p.Path); err != nil {
 			g.Run(ctx, "am", "--abort")
-			return &ApplyError{Patch: p.Path, Details: errorLines(out, err)}
+			return &ApplyError{Patch: p.Path, Details: withHunks(p.Path, errorLines(out, err))}
 		}
 	}
 	return nil
@@ -133,7 +133,7 @@ func (s *Series) Revert(ctx context.Context, g *gitcmd.Git) error {
 	for i := len(s.Patches) - 1; i >= 0; i-- {
 		p := s.Patches[i]
 		if out, err := g.Run(ctx, "apply", "--index", "-R", p.Path); err != nil {
-			return &ApplyError{Patch: p.Path, Reverse: true, Details: errorLines(out, err)}
+			return &ApplyError{Patch: p.Path, Reverse: true, Details: withHunks(p.Path, errorLines(out, err))}
 		}
 		msg := fmt.Sprintf("Revert \"%s\"\n\nReverse-applied by lab from %s (sha256 %s).", p.Subject, p.Name, p.SHA256)
 		if _, err := g.Run(ctx, "commit", "-q", "--no-verify", "-m", msg); err != nil {
@@ -156,4 +156,49 @@ func errorLines(out string, err error) []string {
 		keep = append(keep, strings.TrimSpace(out), err.Error())
 	}
 	return keep
+}
+
+// withHunks adds, after each "patch failed: FILE:LINE" line, the header of
+// the patch's hunk that starts there, so the user sees which hunk failed.
+func withHunks(patch string, lines []string) []string {
+	data, err := os.ReadFile(patch)
+	if err != nil {
+		return lines
+	}
+	var out []string
+	for _, l := range lines {
+		out = append(out, l)
+		loc, ok := strings.CutPrefix(l, "error: patch failed: ")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(loc, ":")
+		if i < 0 {
+			continue
+		}
+		file, line := loc[:i], loc[i+1:]
+		if h := findHunk(string(data), file, line); h != "" {
+			out = append(out, "failing hunk: "+h)
+		}
+	}
+	return out
+}
+
+func findHunk(patch, file, line string) string {
+	inFile := false
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			inFile = strings.HasSuffix(l, " b/"+file)
+		case inFile && strings.HasPrefix(l, "@@ "):
+			var o1, o2, n1, n2 int
+			if _, err := fmt.Sscanf(l, "@@ -%d,%d +%d,%d @@", &o1, &o2, &n1, &n2); err != nil {
+				continue
+			}
+			if fmt.Sprint(o1) == line || fmt.Sprint(n1) == line {
+				return l
+			}
+		}
+	}
+	return ""
 }

@@ -206,8 +206,12 @@ func (t *Tree) lockTree() error {
 		return err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("source tree %s is in use by another lab run: %w", t.Dir, err)
+		// Another lab run is switching variants in this tree: wait for it.
+		fmt.Fprintf(os.Stderr, "lab: waiting for another lab run using %s\n", t.Dir)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+		}
 	}
 	t.lock = f
 	return nil
@@ -262,6 +266,22 @@ func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (map
 		return map[string]string{Baseline: other, Patched: t.BaseHash}, nil
 	}
 	return map[string]string{Baseline: t.BaseHash, Patched: other}, nil
+}
+
+// KconfigID identifies the Kconfig files of the checked-out commit by their
+// git blob ids: a change to any of them can change the merged .config.
+func (t *Tree) KconfigID(ctx context.Context) (string, error) {
+	out, err := t.git.Run(ctx, "ls-tree", "-r", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Kconfig") {
+			fmt.Fprintln(h, l)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func fileSHA256(path string) (string, error) {

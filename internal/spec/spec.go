@@ -100,7 +100,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if err != nil {
 		var secs float64
 		if _, serr := fmt.Sscanf(s, "%g", &secs); serr != nil || fmt.Sprint(secs) != s {
-			return fmt.Errorf("%q is not a duration (write e.g. 5s or 500ms)", s)
+			return fmt.Errorf("line %d: %q is not a duration (write e.g. 5s or 500ms)", n.Line, s)
 		}
 		v = time.Duration(secs * float64(time.Second))
 	}
@@ -154,7 +154,7 @@ func Parse(path string, data []byte) (*Lab, error) {
 		if errors.As(err, &te) && len(te.Errors) > 0 {
 			return nil, &Error{File: path, Line: yamlErrLine(errors.New(te.Errors[0])), Msg: stripLine(te.Errors[0])}
 		}
-		return nil, &Error{File: path, Line: yamlErrLine(err), Msg: err.Error()}
+		return nil, &Error{File: path, Line: yamlErrLine(err), Msg: stripLine(err.Error())}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

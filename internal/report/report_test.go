@@ -1,0 +1,75 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/vm"
+)
+
+// boot makes a boot whose benchmark ran at the given rates (hits/s), one
+// sample per rate, with 1 s intervals except where stretched.
+func boot(idx int, variant string, rates ...float64) results.Boot {
+	var s []protocol.Sample
+	for _, r := range rates {
+		s = append(s, protocol.Sample{IntervalNS: 1e9, Hits: uint64(r), Rate: r})
+	}
+	return results.Boot{Index: idx, Arch: "x86_64", CPUs: 2, Variant: variant, Accel: vm.Accel{Name: vm.TCG}, Clock: vm.ClockWall,
+		Results: []protocol.Result{{Benchmark: "uprobe-nop", Producers: 1, Samples: s}}}
+}
+
+func TestTables(t *testing.T) {
+	r := &results.Run{Lab: "t", Boots: []results.Boot{
+		boot(1, "baseline", 100e3, 300e3), // boot mean 200k
+		boot(2, "patched", 220e3),
+		boot(3, "baseline", 400e3), // 400k
+		boot(4, "patched", 180e3, 180e3),
+		{Index: 5, Arch: "x86_64", CPUs: 2, Variant: "baseline", Accel: vm.Accel{Name: vm.TCG}, Clock: vm.ClockWall, Error: "deadline passed"},
+	}}
+	tabs := Tables(r)
+	if len(tabs) != 1 {
+		t.Fatalf("tables = %d", len(tabs))
+	}
+	tb := tabs[0]
+	if tb.Boots["baseline"] != 2 || tb.Boots["patched"] != 2 {
+		t.Errorf("boots = %v (the failed boot must not count)", tb.Boots)
+	}
+	base, pat := tb.Rows[0].Variants["baseline"], tb.Rows[0].Variants["patched"]
+	if base.Mean != 300e3 || math.Abs(base.Stddev-math.Sqrt(2)*100e3) > 1e-6 {
+		t.Errorf("baseline = %+v, want mean 300k, sd 141.4k", base)
+	}
+	if pat.Mean != 200e3 {
+		t.Errorf("patched mean = %v", pat.Mean)
+	}
+	out := Render("t", tabs)
+	for _, want := range []string{
+		"t · x86_64 · 2 vCPUs · TCG (emulated: absolute figures are not hardware figures) · wall clock · 2 boots each",
+		"0.300 ± 0.141 (0.300/prod)", "0.200 ± 0.028 (0.200/prod)", "-33.3 %",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A stretched interval (steal, a slow guest clock) weighs as long as it lasted.
+func TestMeanRateUsesMeasuredIntervals(t *testing.T) {
+	s := []protocol.Sample{{IntervalNS: 1e9, Hits: 100}, {IntervalNS: 3e9, Hits: 100}}
+	if got := meanRate(s); got != 50 {
+		t.Errorf("meanRate = %v, want 50 hits/s", got)
+	}
+}
+
+func TestSingleBootShowsNoSpread(t *testing.T) {
+	r := &results.Run{Lab: "t", Boots: []results.Boot{boot(1, "baseline", 1e6), boot(2, "patched", 2e6)}}
+	out := Render("t", Tables(r))
+	if strings.Contains(out, "±") {
+		t.Errorf("one boot each must not show a spread:\n%s", out)
+	}
+	if !strings.Contains(out, "+100.0 %") {
+		t.Errorf("want +100.0 %%:\n%s", out)
+	}
+}

@@ -1,0 +1,121 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkout makes a lab checkout with one series and the fragments.
+func checkout(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range []string{"labs", "patches/s1", "kernel-config"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"kernel-config/common.config", "kernel-config/x86_64.config"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("CONFIG_SMP=y\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+const good = `name: t
+series: s1
+mode: revert
+matrix:
+  arch: [x86_64]
+  cpus: [2]
+  benchmarks: [uprobe-nop]
+  producers: [1, 2]
+  boots: 4
+  duration: 3s
+  warmup: 500ms
+`
+
+func TestParseGood(t *testing.T) {
+	root := checkout(t)
+	path := filepath.Join(root, "labs", "t.yaml")
+	lab, err := Parse(path, []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lab.Mode != ModeRevert || lab.Matrix.Boots != 4 || lab.Matrix.Duration.Duration != 3*time.Second || lab.Matrix.Warmup.Duration != 500*time.Millisecond {
+		t.Errorf("parsed %+v", lab.Matrix)
+	}
+	if lab.Source.Tarball != DefaultTarball || lab.Source.Package != DefaultPackage {
+		t.Errorf("default source = %+v", lab.Source)
+	}
+	if lab.Root != root {
+		t.Errorf("root = %s, want %s", lab.Root, root)
+	}
+	fr := lab.Fragments("x86_64")
+	if len(fr) != 2 || !strings.HasSuffix(fr[1], "x86_64.config") {
+		t.Errorf("fragments = %v", fr)
+	}
+	if fr := lab.Fragments("arm64"); len(fr) != 1 {
+		t.Errorf("arm64 fragments = %v (no arm64.config in this checkout)", fr)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		want string // substring of the error, which must start with file:line
+		line int
+	}{
+		{"misspelt key", func(s string) string { return strings.Replace(s, "  benchmarks:", "  benchmarcks:", 1) }, `unknown key "benchmarcks" in matrix (known: affinity, arch, benchmarks,`, 7},
+		{"misspelt top key", func(s string) string { return strings.Replace(s, "mode:", "moed:", 1) }, `unknown key "moed" (known:`, 3},
+		{"bad mode", func(s string) string { return strings.Replace(s, "revert", "backwards", 1) }, `mode "backwards": want "apply" or "revert"`, 3},
+		{"unknown benchmark", func(s string) string { return strings.Replace(s, "[uprobe-nop]", "[uprobe-nop, uprobe-nope]", 1) }, `unknown benchmark "uprobe-nope"`, 7},
+		{"producers above cpus", func(s string) string { return strings.Replace(s, "[1, 2]", "[1, 4]", 1) }, "producers 4 is more than the 2 vCPUs", 8},
+		{"bad arch", func(s string) string { return strings.Replace(s, "[x86_64]", "[riscv]", 1) }, `arch "riscv"`, 5},
+		{"bad duration", func(s string) string { return strings.Replace(s, "3s", "three", 1) }, `"three" is not a duration`, 10},
+		{"bad type", func(s string) string { return strings.Replace(s, "boots: 4", "boots: many", 1) }, "cannot unmarshal", 9},
+		{"missing series", func(s string) string { return strings.Replace(s, "series: s1", "series: nope", 1) }, `series "nope": no folder`, 2},
+		{"icount with 2 cpus", func(s string) string { return s + "  measure: icount\n" }, "icount is only reliable with 1 vCPU", 12},
+		{"yaml syntax", func(s string) string { return s + "  boots: [\n" }, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := checkout(t)
+			path := filepath.Join(root, "labs", "t.yaml")
+			_, err := Parse(path, []byte(tc.edit(good)))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T %v is not a *spec.Error", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), path+":") {
+				t.Errorf("error %q does not start with the file name", err)
+			}
+			if tc.line != 0 && se.Line != tc.line {
+				t.Errorf("line %d, want %d: %v", se.Line, tc.line, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The shipped labs must parse.
+func TestShippedLabs(t *testing.T) {
+	labs, _ := filepath.Glob("../../labs/*.yaml")
+	if len(labs) == 0 {
+		t.Fatal("no labs/*.yaml")
+	}
+	for _, l := range labs {
+		if _, err := Load(l); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package vm
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"lab/initramfs/protocol"
+	"lab/internal/arch"
+)
+
+func mustArch(t *testing.T, name string) arch.Arch {
+	a, err := arch.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestChooseAccel(t *testing.T) {
+	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
+	vmx := "processor\t: 0\nflags\t\t: fpu vme vmx sse\n"
+	novmx := "processor\t: 0\nflags\t\t: fpu vme sse hypervisor\n"
+	for _, tc := range []struct {
+		name    string
+		host    Host
+		a       arch.Arch
+		want    string
+		wantErr bool
+		reason  string
+	}{
+		{"real KVM", Host{GOARCH: "amd64", CPUInfo: vmx}, x86, KVM, false, "usable"},
+		{"PVM kvm", Host{GOARCH: "amd64", CPUInfo: novmx, PVMLoaded: true}, x86, TCG, false, "kvm_pvm"},
+		{"no vmx", Host{GOARCH: "amd64", CPUInfo: novmx}, x86, TCG, false, "no vmx/svm"},
+		{"no /dev/kvm", Host{GOARCH: "amd64", CPUInfo: vmx, DevKVM: os.ErrNotExist}, x86, TCG, false, "not usable"},
+		{"foreign arch", Host{GOARCH: "amd64", CPUInfo: vmx}, arm, TCG, false, "emulated"},
+		{"arm64 host", Host{GOARCH: "arm64"}, arm, KVM, false, "usable"},
+		{"forced tcg", Host{GOARCH: "amd64", CPUInfo: vmx, ForcedAccel: TCG}, x86, TCG, false, "--accel tcg"},
+		{"forced kvm without it", Host{GOARCH: "amd64", CPUInfo: novmx, ForcedAccel: KVM}, x86, "", true, ""},
+		{"forced nonsense", Host{GOARCH: "amd64", ForcedAccel: "hvf"}, x86, "", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ChooseAccel(tc.host, tc.a)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if got.Name != tc.want || !strings.Contains(got.Reason, tc.reason) {
+				t.Errorf("got %+v, want %s (%q)", got, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestArgs(t *testing.T) {
+	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
+	tcg, kvm := Accel{Name: TCG}, Accel{Name: KVM}
+	base := func(a arch.Arch, cpus int, accel Accel, clock string) Config {
+		return Config{Arch: a, Kernel: "/k/Image", Initrd: "/k/initrd.cpio", CPUs: cpus, Memory: "1G",
+			Accel: accel, Clock: clock, Dir: "/r/boot1", QMPPath: "/tmp/q.sock",
+			Job: protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}}
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		want    []string // consecutive argument pairs that must appear
+		absent  []string
+		wantErr string
+	}{
+		{"x86 tcg wall", base(x86, 2, tcg, ClockWall),
+			[]string{"-M q35", "-cpu max", "-accel tcg,thread=multi", "-smp 2", "-m 1G", "-kernel /k/Image", "-serial chardev:con",
+				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
+				"-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
+			[]string{"-icount"}, ""},
+		{"arm64 tcg", base(arm, 4, tcg, ClockWall),
+			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4"}, nil, ""},
+		{"icount", base(x86, 1, tcg, ClockICount),
+			[]string{"-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1"}, []string{"tcg,thread=multi"}, ""},
+		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
+		{"icount with 2 vCPUs", base(x86, 2, tcg, ClockICount), nil, nil, "only 1 vCPU"},
+		{"icount under kvm", base(x86, 1, kvm, ClockICount), nil, nil, "icount needs TCG"},
+		{"zero vCPUs", base(x86, 0, tcg, ClockWall), nil, nil, "at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := tc.cfg.Args()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			joined := " " + strings.Join(args, " ") + " "
+			for _, w := range tc.want {
+				if !strings.Contains(joined, " "+w+" ") {
+					t.Errorf("args lack %q:\n%s", w, joined)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(joined, a) {
+					t.Errorf("args have %q:\n%s", a, joined)
+				}
+			}
+			i := slices.Index(args, "-append")
+			job, err := protocol.DecodeCmdline(args[i+1])
+			if err != nil || job.DurationS != 5 || job.Benchmarks[0] != "uprobe-nop" {
+				t.Errorf("job on the command line: %+v, %v", job, err)
+			}
+			if !strings.Contains(args[i+1], "console="+tc.cfg.Arch.Console) {
+				t.Errorf("cmdline %q lacks the console", args[i+1])
+			}
+		})
+	}
+}
+
+func TestReadRecordsKeepsAllButATornLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "results.jsonl")
+	os.WriteFile(p, []byte(`{"type":"hello","hello":{"release":"6.12.117"}}
+{"type":"result","result":{"benchmark":"uprobe-nop","producers":1,"samples":[{"interval_ns":1000000000,"hits":5,"rate":5}]}}
+{"type":"resu`), 0o644)
+	recs, err := ReadRecords(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[1].Result.Samples[0].Hits != 5 {
+		t.Fatalf("records = %+v", recs)
+	}
+	if recs, err := ReadRecords(filepath.Join(t.TempDir(), "none")); err != nil || recs != nil {
+		t.Fatalf("missing file: %v %v", recs, err)
+	}
+}
+
+func TestBootErrorQuotesConsole(t *testing.T) {
+	dir := t.TempDir()
+	c := Config{Dir: dir}
+	os.WriteFile(c.ConsoleLog(), []byte("line 1\r\nKernel panic - not syncing: VFS: Unable to mount root fs\r\n"), 0o644)
+	err := c.bootError("kernel panic")
+	var be *BootError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "Unable to mount root fs") || strings.Contains(err.Error(), "\r") {
+		t.Fatalf("error = %q", err)
+	}
+}
