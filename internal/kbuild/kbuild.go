@@ -254,7 +254,7 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 	}
 	stop := make(chan struct{})
 	go func() {
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()
 		for {
 			select {

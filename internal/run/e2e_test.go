@@ -1,0 +1,352 @@
+package run
+
+// End-to-end tests: real kernels built from Debian's linux-source-6.12, real
+// QEMU boots, real BPF uprobes in the guest. They share lab's kernel cache
+// ($LAB_CACHE, default ~/.cache/lab), so only the first run on a machine
+// compiles kernels. `go test -short` skips them.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/arch"
+	"lab/internal/gitcmd"
+	"lab/internal/kconfig"
+	"lab/internal/results"
+	"lab/internal/series"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/vm"
+)
+
+func cacheDir(t *testing.T) string {
+	if d := os.Getenv("LAB_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "lab")
+}
+
+func e2e(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and boots real kernels")
+	}
+}
+
+// smallLab is labs/uprobe-srcu.yaml cut down to one short boot per variant.
+func smallLab(t *testing.T, archName string) *spec.Lab {
+	lab, err := spec.Load("../../labs/uprobe-srcu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Matrix
+	m.Arch, m.CPUs, m.Producers, m.Boots = []string{archName}, []int{2}, []int{1, 2}, 1
+	m.Duration.Duration, m.Warmup.Duration = 2*time.Second, time.Second
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return lab
+}
+
+func runLab(t *testing.T, lab *spec.Lab) (*results.Run, string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	res, dir, err := Run(context.Background(), Options{
+		Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
+		Command: []string{"go", "test"}, Out: &out,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	return res, dir, out.String()
+}
+
+// TestRunBothVariants builds both variants of the uprobe-srcu lab for each
+// arch, boots them, checks real figures and provenance, then runs again and
+// checks that nothing was compiled.
+func TestRunBothVariants(t *testing.T) {
+	e2e(t)
+	for _, a := range []string{"x86_64", "arm64"} {
+		t.Run(a, func(t *testing.T) {
+			lab := smallLab(t, a)
+			res, dir, out := runLab(t, lab)
+			t.Logf("first run:\n%s", out)
+			checkRun(t, res, dir, a)
+
+			again, _, out := runLab(t, lab)
+			t.Logf("second run:\n%s", out)
+			if len(again.Kernels) != 2 {
+				t.Fatalf("second run kernels: %+v", again.Kernels)
+			}
+			for _, k := range again.Kernels {
+				if !k.Cached {
+					t.Errorf("second run compiled %s/%s again", k.Arch, k.Variant)
+				}
+			}
+			if !strings.Contains(out, "cached, 0 compiled") {
+				t.Errorf("second run does not say it compiled nothing:\n%s", out)
+			}
+		})
+	}
+}
+
+func checkRun(t *testing.T, res *results.Run, dir, archName string) {
+	t.Helper()
+	if !res.Complete {
+		t.Error("run not marked complete")
+	}
+	saved, err := results.Load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Source.Version != "6.12.117" || !strings.Contains(saved.Source.Desc, "linux-source-6.12") {
+		t.Errorf("source provenance: %+v", saved.Source)
+	}
+	if saved.Series.Mode != spec.ModeRevert || len(saved.Series.Patches) != 1 || len(saved.Series.Patches[0].SHA256) != 64 {
+		t.Errorf("series provenance: %+v", saved.Series)
+	}
+	if saved.Series.Variants[source.Baseline] == saved.Series.Variants[source.Patched] {
+		t.Error("baseline and patched are the same commit")
+	}
+	if saved.Host.CPUs == 0 || saved.Host.CPUModel == "" || saved.LabVersion == "" {
+		t.Errorf("host provenance: %+v, lab %q", saved.Host, saved.LabVersion)
+	}
+	images := map[string]string{}
+	for _, k := range saved.Kernels {
+		if len(k.Info.ConfigSHA256) != 64 || k.Info.Release == "" || k.Info.Inputs.Compiler == "" {
+			t.Errorf("kernel provenance: %+v", k.Info)
+		}
+		images[k.Variant] = k.Info.ConfigSHA256
+	}
+	if len(images) != 2 {
+		t.Errorf("want both variants built, got %v", images)
+	}
+	if len(saved.Boots) != 2 {
+		t.Fatalf("boots = %d, want 2", len(saved.Boots))
+	}
+	for _, b := range saved.Boots {
+		if !b.OK() {
+			t.Errorf("boot %d (%s) failed: %s", b.Index, b.Variant, b.Error)
+			continue
+		}
+		if b.Hello == nil || !strings.HasPrefix(b.Hello.Release, "6.12.117") || b.Hello.OnlineCPUs != 2 {
+			t.Errorf("boot %d guest: %+v", b.Index, b.Hello)
+		}
+		if b.Outcome == nil || b.Outcome.QEMUVersion == "" || len(b.Outcome.VCPUs) != 2 || b.Accel.Reason == "" {
+			t.Errorf("boot %d QEMU provenance: %+v accel %+v", b.Index, b.Outcome, b.Accel)
+		}
+		if _, err := os.Stat(filepath.Join(dir, b.Console)); err != nil {
+			t.Errorf("boot %d console log: %v", b.Index, err)
+		}
+		if len(b.Results) != 2 {
+			t.Errorf("boot %d: %d results, want 2", b.Index, len(b.Results))
+		}
+		for _, r := range b.Results {
+			if r.Error != "" || r.Unsupported != "" {
+				t.Errorf("boot %d %s p=%d: %s%s", b.Index, r.Benchmark, r.Producers, r.Error, r.Unsupported)
+				continue
+			}
+			if len(r.Samples) != 2 || len(r.Warmup) != 1 {
+				t.Errorf("boot %d %s p=%d: %d samples, %d warm-up", b.Index, r.Benchmark, r.Producers, len(r.Samples), len(r.Warmup))
+			}
+			for _, s := range r.Samples {
+				if s.Hits == 0 || s.Rate <= 0 || s.IntervalNS < 5e8 {
+					t.Errorf("boot %d %s p=%d: sample %+v", b.Index, r.Benchmark, r.Producers, s)
+				}
+			}
+			if !strings.Contains(r.Attach, "targets.Nop.abi0") {
+				t.Errorf("attach point not recorded: %q", r.Attach)
+			}
+		}
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(table), "uprobe-srcu · "+archName+" · 2 vCPUs · TCG") && !strings.Contains(string(table), "KVM") {
+		t.Errorf("table header:\n%s", table)
+	}
+}
+
+// builtKernel returns a cached x86_64 kernel and initramfs from an earlier
+// test run (running the small lab when there is none).
+func builtKernel(t *testing.T) (kernel, initrd string) {
+	lab := smallLab(t, "x86_64")
+	res, _, _ := runLab(t, lab)
+	return res.Kernels[0].Info.Image, res.Initramfs[0].Path
+}
+
+func bootConfig(t *testing.T, kernel, initrd string, job protocol.Job) vm.Config {
+	a, _ := arch.Lookup("x86_64")
+	dir := t.TempDir()
+	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, CPUs: 1, Memory: "512M",
+		Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall, Job: job,
+		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
+}
+
+// A guest that panics (here: no init in the initramfs) ends its boot with an
+// error quoting the console, and no QEMU is left behind.
+func TestBootPanicIsReported(t *testing.T) {
+	e2e(t)
+	kernel, _ := builtKernel(t)
+	empty := filepath.Join(t.TempDir(), "empty.cpio")
+	os.WriteFile(empty, nil, 0o644)
+	cfg := bootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 1})
+	_, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
+	var be *vm.BootError
+	if !errors.As(err, &be) || be.Reason != "kernel panic" || !strings.Contains(err.Error(), "Kernel panic") {
+		t.Fatalf("err = %v", err)
+	}
+	noQEMU(t, cfg)
+}
+
+// A guest that runs past its deadline is stopped, with an error saying so.
+func TestBootDeadline(t *testing.T) {
+	e2e(t)
+	kernel, initrd := builtKernel(t)
+	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	start := time.Now()
+	_, err := vm.Boot(context.Background(), cfg, 15*time.Second, nil)
+	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("stopping took %v", time.Since(start))
+	}
+	noQEMU(t, cfg)
+}
+
+// Cancelling (Ctrl-C) stops the guest at once and keeps what it sent.
+func TestBootInterrupt(t *testing.T) {
+	e2e(t)
+	kernel, initrd := builtKernel(t)
+	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the agent has said hello.
+		for ctx.Err() == nil {
+			if fi, err := os.Stat(cfg.ResultsPath()); err == nil && fi.Size() > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	out, err := vm.Boot(ctx, cfg, 5*time.Minute, nil)
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if out == nil || len(out.Records) == 0 || out.Records[0].Type != protocol.TypeHello {
+		t.Errorf("records kept: %+v", out)
+	}
+	noQEMU(t, cfg)
+}
+
+// noQEMU fails if a QEMU of this boot is still running.
+func noQEMU(t *testing.T, cfg vm.Config) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(cfg.ConsoleLog())) {
+			t.Errorf("QEMU still running: %s", p)
+		}
+	}
+}
+
+// A config option that does not survive olddefconfig is an error naming it,
+// its fragment and line, and what it depends on. FPROBE needs rethook,
+// which arm64 lacks in 6.12.
+func TestDroppedConfigOption(t *testing.T) {
+	e2e(t)
+	lab := smallLab(t, "arm64")
+	tree, err := source.Prepare(context.Background(), lab.Source, cacheDir(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	frag := filepath.Join(t.TempDir(), "fprobe.config")
+	os.WriteFile(frag, []byte("# kprobe-multi\nCONFIG_FPROBE=y\n"), 0o644)
+	a, _ := arch.Lookup("arm64")
+	var log bytes.Buffer
+	err = kconfig.Merge(context.Background(), tree.Dir, t.TempDir(), a.MakeArgs(), append(lab.Fragments("arm64"), frag), &log)
+	var de *kconfig.DroppedError
+	if !errors.As(err, &de) {
+		t.Fatalf("err = %v\n%s", err, log.String())
+	}
+	msg := err.Error()
+	for _, want := range []string{frag + ":2: CONFIG_FPROBE=y", "depends on HAVE_RETHOOK"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	t.Log(msg)
+}
+
+// A user's own git tree: lab adds a worktree of it at the base ref and
+// applies the series with git am. The lab-owned tree of Debian's tarball
+// serves as the user's tree, based at the commit without the SRCU lookup, so
+// applying the series must give back the file as Debian ships it.
+func TestGitTreeSource(t *testing.T) {
+	e2e(t)
+	ctx := context.Background()
+	lab := smallLab(t, "x86_64")
+	ser, err := series.Load(lab.SeriesDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball, err := source.Prepare(ctx, lab.Source, cacheDir(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := tarball.Variants(ctx, ser, spec.ModeRevert)
+	tarball.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := spec.Source{Git: tarball.Dir, Base: rev[source.Baseline]}
+	tree, err := source.Prepare(ctx, user, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	if tree.Version != "6.12.117" || !strings.HasPrefix(tree.Desc, "git ") {
+		t.Errorf("tree: version %q, desc %q", tree.Version, tree.Desc)
+	}
+	app, err := tree.Variants(ctx, ser, spec.ModeApply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app[source.Baseline] != rev[source.Baseline] {
+		t.Errorf("apply baseline %s, want the base ref %s", app[source.Baseline], rev[source.Baseline])
+	}
+	g := &gitcmd.Git{Dir: tree.Dir}
+	blob := func(commit string) string {
+		out, err := g.Output(ctx, "rev-parse", commit+":kernel/events/uprobes.c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if blob(app[source.Patched]) != blob(rev[source.Patched]) {
+		t.Error("base + series differs from Debian's uprobes.c")
+	}
+	if blob(app[source.Baseline]) == blob(app[source.Patched]) {
+		t.Error("the series changed nothing")
+	}
+	subject, _ := g.Output(ctx, "log", "-1", "--format=%s", app[source.Patched])
+	if subject != ser.Patches[0].Subject {
+		t.Errorf("git am commit subject %q, want %q", subject, ser.Patches[0].Subject)
+	}
+}
