@@ -20,9 +20,10 @@ const PortName = "lab.results"
 type Job struct {
 	Benchmarks []string `json:"b"`
 	Producers  []int    `json:"p"`
-	DurationS  int      `json:"d"` // measured seconds (one sample a second)
-	WarmupS    int      `json:"w"` // seconds dropped first
-	Affinity   bool     `json:"a"` // pin producer i to CPU i
+	DurationS  int      `json:"d"`           // measured seconds (one sample a second)
+	WarmupS    int      `json:"w"`           // seconds dropped first
+	Affinity   bool     `json:"a"`           // pin producer i to CPU i
+	MaxActive  int      `json:"m,omitempty"` // kretprobe maxactive for tracefs events; 0: kernel default
 }
 
 // Encode returns the command-line parameter for the job.
@@ -80,17 +81,20 @@ type Hello struct {
 // Sample is one sampling interval of a benchmark.
 type Sample struct {
 	IntervalNS int64   `json:"interval_ns"` // measured length of the interval
-	Hits       uint64  `json:"hits"`        // probe hits counted in the interval
+	Hits       uint64  `json:"hits"`        // what the benchmark counts: probe hits, or calls for probe-free ones
+	Calls      uint64  `json:"calls"`       // calls the producers made, counted in user space
 	Rate       float64 `json:"rate"`        // hits per second over the measured interval
 }
 
 // Result is one benchmark run at one producer count.
 type Result struct {
-	Benchmark   string   `json:"benchmark"`
-	Producers   int      `json:"producers"`
-	Attach      string   `json:"attach,omitempty"` // where the probe went: file, symbol, offset, bytes
-	Warmup      []Sample `json:"warmup,omitempty"`
-	Samples     []Sample `json:"samples"`
-	Unsupported string   `json:"unsupported,omitempty"` // why the guest cannot run it
-	Error       string   `json:"error,omitempty"`
+	Benchmark   string            `json:"benchmark"`
+	Producers   int               `json:"producers"`
+	Attach      string            `json:"attach,omitempty"` // where the probe went: file, symbol, offset, bytes
+	Warmup      []Sample          `json:"warmup,omitempty"`
+	Samples     []Sample          `json:"samples"`
+	ProbeFree   *Sample           `json:"probe_free,omitempty"`  // the same loop without the probe, measured first
+	Counters    map[string]uint64 `json:"counters,omitempty"`    // e.g. kprobe_profile hits and misses
+	Unsupported string            `json:"unsupported,omitempty"` // why the guest cannot run it
+	Error       string            `json:"error,omitempty"`
 }

@@ -1,6 +1,9 @@
 package targets
 
-// Table lists the targets by benchmark target name.
-var Table = map[string]Target{
-	"nop": {Symbol: "lab/initramfs/targets.Nop.abi0", Want: []byte{0x90}, What: "nop"},
+func table() map[string]Target {
+	return map[string]Target{
+		"nop":  {Symbol: pkg + "Nop.abi0", Want: []byte{0x90}, What: "nop", Call: Nop},
+		"push": {Symbol: pkg + "Push.abi0", Want: []byte{0x55}, What: "push %rbp", Call: Push},
+		"ret":  {Symbol: pkg + "Ret.abi0", Want: []byte{0xc3}, What: "ret", Call: Ret},
+	}
 }

@@ -252,7 +252,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 	}
 	job := protocol.Job{
 		Benchmarks: m.Benchmarks, Producers: m.Producers, Affinity: affinity,
-		DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()),
+		DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
 	}
 	r.logf("%s, %d vCPUs: %s (%s), %s clock", a.Name, cpus, strings.ToUpper(accel.Name), accel.Reason, clock)
 	deadline := Deadline(a, cpus, accel, clock, job)
@@ -362,7 +362,7 @@ func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.
 		}
 		boot += time.Duration(cpus) * per
 	}
-	bench := time.Duration(len(job.Benchmarks)*len(job.Producers)*(job.DurationS+job.WarmupS+2)) * time.Second
+	bench := time.Duration(len(job.Benchmarks)*len(job.Producers)*(job.DurationS+job.WarmupS+4)) * time.Second
 	stretch := 2
 	if clock == vm.ClockICount || (accel.Name == vm.TCG && cpus > runtime.NumCPU()) {
 		stretch = 4

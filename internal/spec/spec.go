@@ -76,6 +76,7 @@ type Matrix struct {
 	Warmup     Duration `yaml:"warmup"`
 	Measure    string   `yaml:"measure"`
 	Affinity   *bool    `yaml:"affinity"`
+	MaxActive  int      `yaml:"maxactive"` // for tracefs kretprobes; 0: kernel default
 }
 
 // Claim is what a series' author says it does, checked by reports.
@@ -212,8 +213,26 @@ func (l *Lab) setDefaults() {
 	}
 }
 
-// Known lists the benchmark names the guest agent implements.
-var Known = []string{"uprobe-nop"}
+// Known lists the benchmark names the guest agent implements, with the
+// kernel's bench names (trig-*) where upstream has them.
+var Known = []string{
+	"usermode-count", "syscall-count",
+	"uprobe-nop", "uprobe-push", "uprobe-ret",
+	"uretprobe-nop", "uretprobe-push", "uretprobe-ret",
+	"uprobe-multi-nop", "uprobe-multi-push", "uprobe-multi-ret",
+	"uretprobe-multi-nop", "uretprobe-multi-push", "uretprobe-multi-ret",
+	"kprobe", "kretprobe", "kprobe-multi", "kretprobe-multi",
+	"kretprobe-flock", "kretprobe-flock-tracefs",
+}
+
+// Unsupported says why arch cannot run bench, or "" when it can. Only what is
+// known before building is here; the guest reports the rest per benchmark.
+func Unsupported(bench, arch string) string {
+	if arch == "arm64" && (bench == "kprobe-multi" || bench == "kretprobe-multi") {
+		return "needs CONFIG_FPROBE, which needs HAVE_RETHOOK, which arm64 lacks in 6.12"
+	}
+	return ""
+}
 
 // Validate checks the values; it is also run after command-line overrides.
 func (l *Lab) Validate() error { return l.validate(nil) }
@@ -262,6 +281,16 @@ func (l *Lab) validate(doc *yaml.Node) error {
 		if !contains(Known, b) {
 			return at(fmt.Sprintf("unknown benchmark %q (known: %s)", b, strings.Join(Known, ", ")), "matrix", "benchmarks", fmt.Sprint(i))
 		}
+	}
+	for i, b := range m.Benchmarks {
+		for _, a := range m.Arch {
+			if why := Unsupported(b, a); why != "" {
+				return at(fmt.Sprintf("benchmark %s cannot run on %s: %s", b, a, why), "matrix", "benchmarks", fmt.Sprint(i))
+			}
+		}
+	}
+	if m.MaxActive < 0 {
+		return at(fmt.Sprintf("maxactive %d: want 0 (kernel default) or more", m.MaxActive), "matrix", "maxactive")
 	}
 	for i, p := range m.Producers {
 		if p < 1 {

@@ -80,6 +80,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad duration", func(s string) string { return strings.Replace(s, "3s", "three", 1) }, `"three" is not a duration`, 10},
 		{"bad type", func(s string) string { return strings.Replace(s, "boots: 4", "boots: many", 1) }, "cannot unmarshal", 9},
 		{"missing series", func(s string) string { return strings.Replace(s, "series: s1", "series: nope", 1) }, `series "nope": no folder`, 2},
+		{"kprobe-multi on arm64", func(s string) string {
+			return strings.Replace(strings.Replace(s, "[x86_64]", "[x86_64, arm64]", 1), "[uprobe-nop]", "[uprobe-nop, kprobe-multi]", 1)
+		}, "benchmark kprobe-multi cannot run on arm64: needs CONFIG_FPROBE", 7},
 		{"icount with 2 cpus", func(s string) string { return s + "  measure: icount\n" }, "icount is only reliable with 1 vCPU", 12},
 		{"yaml syntax", func(s string) string { return s + "  boots: [\n" }, "", 0},
 	} {
