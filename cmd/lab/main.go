@@ -61,6 +61,7 @@ type flags struct {
 	arch      *string
 	cpus      *string
 	producers *string
+	benches   *string
 	boots     *int
 	duration  *time.Duration
 	warmup    *time.Duration
@@ -82,6 +83,7 @@ func runFlags(fs *flag.FlagSet) flags {
 		arch:      fs.String("arch", "", "guest architectures, comma-separated (x86_64, arm64)"),
 		cpus:      fs.String("cpus", "", "vCPU counts, comma-separated"),
 		producers: fs.String("producers", "", "producer counts, comma-separated"),
+		benches:   fs.String("benchmarks", "", "benchmarks, comma-separated"),
 		boots:     fs.Int("boots", 0, "boots per variant"),
 		duration:  fs.Duration("duration", 0, "measured time per benchmark (one sample a second)"),
 		warmup:    fs.Duration("warmup", -1, "warm-up time per benchmark, dropped"),
@@ -176,6 +178,9 @@ func override(lab *spec.Lab, f flags) error {
 		if m.Producers, err = ints("--producers", *f.producers); err != nil {
 			return err
 		}
+	}
+	if *f.benches != "" {
+		m.Benchmarks = strings.Split(*f.benches, ",")
 	}
 	if *f.boots != 0 {
 		m.Boots = *f.boots

@@ -88,9 +88,17 @@ func Tables(r *results.Run) []Table {
 				t.Rows[i].Variants[v] = sum
 			}
 		}
-		sort.Slice(t.Rows, func(i, j int) bool {
+		// Benchmarks in the lab's order (the order boots ran them), producer
+		// counts ascending within each.
+		first := map[string]int{}
+		for i, r := range t.Rows {
+			if _, ok := first[r.Benchmark]; !ok {
+				first[r.Benchmark] = i
+			}
+		}
+		sort.SliceStable(t.Rows, func(i, j int) bool {
 			if t.Rows[i].Benchmark != t.Rows[j].Benchmark {
-				return t.Rows[i].Benchmark < t.Rows[j].Benchmark
+				return first[t.Rows[i].Benchmark] < first[t.Rows[j].Benchmark]
 			}
 			return t.Rows[i].Producers < t.Rows[j].Producers
 		})

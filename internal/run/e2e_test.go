@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -384,5 +385,65 @@ func TestICountSeesThePathLength(t *testing.T) {
 	t.Logf("icount uprobe-nop: baseline %.6f, patched %.6f hits/ns: %+.2f %%", rate[source.Baseline], rate[source.Patched], delta*100)
 	if delta < 0.003 || delta > 0.03 {
 		t.Errorf("patched/baseline - 1 = %+.2f %%, want the SRCU lookup's +0.3..+3 %%", delta*100)
+	}
+}
+
+// Every benchmark of the suite runs to completion with non-zero figures on
+// both variants, at 1 and 2 producers, on each arch.
+func TestBenchSuite(t *testing.T) {
+	e2e(t)
+	for _, a := range []string{"x86_64", "arm64"} {
+		t.Run(a, func(t *testing.T) {
+			lab, err := spec.Load("../../labs/bench-suite.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &lab.Matrix
+			m.Arch, m.CPUs, m.Producers, m.Boots = []string{a}, []int{2}, []int{1, 2}, 1
+			m.Duration.Duration, m.Warmup.Duration = time.Second, 0
+			var benches []string
+			for _, b := range m.Benchmarks {
+				if spec.Unsupported(b, a) == "" {
+					benches = append(benches, b)
+				}
+			}
+			m.Benchmarks = benches
+			if err := lab.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			res, dir, out := runLab(t, lab)
+			t.Log(out)
+			if len(res.Boots) != 2 {
+				t.Fatalf("%d boots", len(res.Boots))
+			}
+			for _, b := range res.Boots {
+				if !b.OK() {
+					t.Errorf("boot %d %s: %s", b.Index, b.Variant, b.Error)
+					continue
+				}
+				seen := map[string]bool{}
+				for _, r := range b.Results {
+					seen[fmt.Sprintf("%s/%d", r.Benchmark, r.Producers)] = true
+					if r.Error != "" || r.Unsupported != "" || len(r.Samples) != 1 || r.Samples[0].Hits == 0 {
+						t.Errorf("%s %s p=%d: error %q unsupported %q samples %+v", b.Variant, r.Benchmark, r.Producers, r.Error, r.Unsupported, r.Samples)
+					}
+					probe := r.Benchmark != "usermode-count" && r.Benchmark != "syscall-count"
+					if probe && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
+						t.Errorf("%s %s p=%d: no probe-free baseline", b.Variant, r.Benchmark, r.Producers)
+					}
+					if r.Benchmark == "kretprobe-flock-tracefs" && r.Counters["kprobe_profile_hits"] == 0 {
+						t.Errorf("%s: kprobe_profile shows no hits: %v", r.Benchmark, r.Counters)
+					}
+				}
+				for _, bench := range benches {
+					for _, p := range []int{1, 2} {
+						if !seen[fmt.Sprintf("%s/%d", bench, p)] {
+							t.Errorf("%s: no result for %s p=%d", b.Variant, bench, p)
+						}
+					}
+				}
+			}
+			t.Logf("results in %s", dir)
+		})
 	}
 }

@@ -403,7 +403,7 @@ func checkTools(lab *spec.Lab) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing tools: %s; run ./setup.sh or apt-get install them", strings.Join(missing, ", "))
+		return fmt.Errorf("missing tools: %s; run ./scripts/install-deps", strings.Join(missing, ", "))
 	}
 	return nil
 }
