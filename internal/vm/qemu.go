@@ -49,7 +49,12 @@ func (c Config) Cmdline() (string, error) {
 		// slow clocksources on a long run.
 		parts = append(parts, "tsc=reliable")
 	}
-	return strings.Join(append(parts, job), " "), nil
+	cmdline := strings.Join(append(parts, job), " ")
+	// COMMAND_LINE_SIZE is 2048 on x86_64 and arm64; a longer line is cut.
+	if len(cmdline) >= 2048 {
+		return "", fmt.Errorf("kernel command line of %d bytes is over the kernel's 2048: run fewer benchmarks per lab", len(cmdline))
+	}
+	return cmdline, nil
 }
 
 // Args builds QEMU's command line (without the binary).
