@@ -29,6 +29,7 @@ type Outcome struct {
 	Wall        time.Duration     `json:"wall_ns"`     // QEMU start to exit
 	ToAgent     time.Duration     `json:"to_agent_ns"` // QEMU start to the agent's first record
 	ExitCode    int               `json:"exit_code"`
+	Problems    []Finding         `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
 }
 
 // VCPU is one vCPU as QMP reports it.
@@ -154,6 +155,19 @@ wait:
 			reason = "kernel panic"
 		}
 		return out, c.bootError(reason)
+	}
+	// A boot whose kernel complained is not a clean measurement, even when
+	// the agent finished: fail it and say where.
+	if out.Problems, err = ScanConsole(c.ConsoleLog()); err != nil {
+		return out, fmt.Errorf("scan console: %w", err)
+	}
+	if len(out.Problems) > 0 {
+		var lines []string
+		for _, p := range out.Problems {
+			lines = append(lines, p.String())
+		}
+		return out, &BootError{Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
+			Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
 	}
 	return out, nil
 }
