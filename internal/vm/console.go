@@ -15,7 +15,9 @@ type Finding struct {
 	Text string `json:"text"`
 }
 
-func (f Finding) String() string { return fmt.Sprintf("console line %d: %s: %s", f.Line, f.Kind, f.Text) }
+func (f Finding) String() string {
+	return fmt.Sprintf("console line %d: %s: %s", f.Line, f.Kind, f.Text)
+}
 
 // problems are the kernel's own words for something having gone wrong: a
 // WARN (lockdep and suspicious-RCU reports are WARNINGs too), a BUG, an oops,
