@@ -194,10 +194,15 @@ func Render(lab string, tables []Table) string {
 			{Number: 4, Align: text.AlignRight},
 			{Number: 5, Align: text.AlignRight},
 		})
+		// icount repeats to about 0.01 %: show enough digits to see it.
+		digits := 3
+		if t.Shape.Clock == vm.ClockICount {
+			digits = 5
+		}
 		var notes []string
 		for _, r := range t.Rows {
 			base, pat := r.Variants["baseline"], r.Variants["patched"]
-			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers), cell(pat, r.Producers), delta(base, pat)})
+			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers, digits), cell(pat, r.Producers, digits), delta(base, pat, digits)})
 			for _, v := range []string{"baseline", "patched"} {
 				for _, m := range r.Variants[v].Missing {
 					notes = append(notes, fmt.Sprintf("%s p=%d %s: %s", r.Benchmark, r.Producers, v, m))
@@ -212,31 +217,36 @@ func Render(lab string, tables []Table) string {
 	return b.String()
 }
 
-func cell(s Summary, producers int) string {
+func cell(s Summary, producers, digits int) string {
 	if len(s.PerBoot) == 0 {
 		return "–"
 	}
 	m, sd := s.Mean/1e6, s.Stddev/1e6
 	if len(s.PerBoot) < 2 {
 		// One boot has no spread to show; don't print a fake ± 0.
-		return fmt.Sprintf("%s (%s/prod)", sig(m), sig(m/float64(producers)))
+		return fmt.Sprintf("%s (%s/prod)", sig(m, digits), sig(m/float64(producers), digits))
 	}
-	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m), sig(sd), sig(m/float64(producers)))
+	// The spread is printed to the mean's precision, so that columns align.
+	sdText := fmt.Sprintf("%.*f", digits, sd)
+	if m < 0.01 {
+		sdText = fmt.Sprintf("%.2g", sd)
+	}
+	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m, digits), sdText, sig(m/float64(producers), digits))
 }
 
-func delta(base, pat Summary) string {
+func delta(base, pat Summary, digits int) string {
 	if len(base.PerBoot) == 0 || len(pat.PerBoot) == 0 || base.Mean == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%+.1f %%", (pat.Mean/base.Mean-1)*100)
+	return fmt.Sprintf("%+.*f %%", digits-2, (pat.Mean/base.Mean-1)*100)
 }
 
-// sig prints 3 decimals, or 3 significant digits for small values.
-func sig(v float64) string {
+// sig prints digits decimals, or that many significant digits for small values.
+func sig(v float64, digits int) string {
 	if v != 0 && math.Abs(v) < 0.01 {
-		return fmt.Sprintf("%.3g", v)
+		return fmt.Sprintf("%.*g", digits, v)
 	}
-	return fmt.Sprintf("%.3f", v)
+	return fmt.Sprintf("%.*f", digits, v)
 }
 
 func plainStyle() table.Style {

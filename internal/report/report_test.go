@@ -73,3 +73,17 @@ func TestSingleBootShowsNoSpread(t *testing.T) {
 		t.Errorf("want +100.0 %%:\n%s", out)
 	}
 }
+
+func TestICountShowsMoreDigits(t *testing.T) {
+	b1, b2 := boot(1, "baseline", 1094100), boot(2, "patched", 1106200)
+	b3, b4 := boot(3, "baseline", 1094120), boot(4, "patched", 1106180)
+	for _, b := range []*results.Boot{&b1, &b2, &b3, &b4} {
+		b.CPUs, b.Clock = 1, vm.ClockICount
+	}
+	out := Render("t", Tables(&results.Run{Lab: "t", Boots: []results.Boot{b1, b2, b3, b4}}))
+	for _, want := range []string{"icount", "1.09411 ± 0.00001", "1.10619 ± 0.00001", "+1.104 %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
