@@ -70,6 +70,7 @@ type flags struct {
 	cache     *string
 	results   *string
 	jobs      *int
+	only      *string
 }
 
 func runFlags(fs *flag.FlagSet) flags {
@@ -92,6 +93,7 @@ func runFlags(fs *flag.FlagSet) flags {
 		cache:     fs.String("cache", cache, "cache of sources, kernels and images ($LAB_CACHE)"),
 		results:   fs.String("results", "", "results folder (default: results/ in lab's checkout)"),
 		jobs:      fs.Int("j", 0, "make -j for kernel builds (default: host CPUs)"),
+		only:      fs.String("only", "", "boot only this variant (baseline or patched): for soak and debugging runs"),
 	}
 }
 
@@ -139,7 +141,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	res, dir, err := run.Run(ctx, run.Options{
 		Lab: lab, CacheDir: *f.cache, ResultsDir: resultsDir, ModuleRoot: root,
-		Accel: *f.accel, Command: append([]string{"lab", "run"}, args...), Out: os.Stdout, Jobs: *f.jobs,
+		Accel: *f.accel, Command: append([]string{"lab", "run"}, args...), Out: os.Stdout, Jobs: *f.jobs, Only: *f.only,
 	})
 	if err != nil && res != nil && dir != "" {
 		if errors.Is(err, context.Canceled) {

@@ -38,6 +38,7 @@ type Options struct {
 	Command    []string  // the command line, recorded as the reproducer
 	Out        io.Writer // progress
 	Jobs       int       // make -j, 0 for host CPUs
+	Only       string    // boot only this variant (a soak or debugging run), "" for both
 }
 
 // Runner holds one run's state.
@@ -69,6 +70,9 @@ func (r *Runner) step(name string, f func() error) error {
 func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	lab := opt.Lab
 	r := &Runner{opt: opt, lab: lab, start: time.Now()}
+	if opt.Only != "" && opt.Only != source.Baseline && opt.Only != source.Patched {
+		return nil, "", fmt.Errorf("--only %q: want baseline or patched", opt.Only)
+	}
 	if err := checkTools(lab); err != nil {
 		return nil, "", err
 	}
@@ -262,9 +266,13 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 	}
 	defer os.RemoveAll(qmpDir)
 	failed := 0
-	total := m.Boots * 2
+	variants := []string{source.Baseline, source.Patched}
+	if r.opt.Only != "" {
+		variants = []string{r.opt.Only}
+	}
+	total := m.Boots * len(variants)
 	for i := 0; i < m.Boots; i++ {
-		for _, v := range []string{source.Baseline, source.Patched} {
+		for vi, v := range variants {
 			idx := len(r.run.Boots) + 1
 			rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%dcpu-%s", idx, a.Name, cpus, v))
 			cfg := vm.Config{
@@ -272,10 +280,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 				Accel: accel, Clock: clock, Job: job, Dir: filepath.Join(r.dir, rel),
 				QMPPath: filepath.Join(qmpDir, "qmp.sock"),
 			}
-			n := 2*i + 1
-			if v == source.Patched {
-				n++
-			}
+			n := len(variants)*i + vi + 1
 			label := fmt.Sprintf("boot %d/%d %s %dcpu %s", n, total, a.Name, cpus, v)
 			r.logf("%s (deadline %s)", label, deadline.Round(time.Second))
 			out, err := vm.Boot(ctx, cfg, deadline, func(s string) { r.logf("%s: %s", label, s) })
