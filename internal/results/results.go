@@ -99,7 +99,10 @@ type Boot struct {
 	Error   string             `json:"error,omitempty"`
 	Console string             `json:"console_log"` // relative to the run directory
 	Job     protocol.Job       `json:"job"`
-	Extra   map[string]float64 `json:"extra,omitempty"`
+	// Ratios are within-boot scaling ratios, rate(P producers)/rate(1
+	// producer) of the same benchmark, keyed "uprobe-nop p2/p1": they
+	// survive the boot-to-boot drift of emulated machines.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
 }
 
 // OK reports whether the boot delivered its results.

@@ -149,8 +149,12 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 		if _, err := os.Stat(filepath.Join(dir, b.Console)); err != nil {
 			t.Errorf("boot %d console log: %v", b.Index, err)
 		}
-		if len(b.Results) != 2 {
-			t.Errorf("boot %d: %d results, want 2", b.Index, len(b.Results))
+		// uprobe-nop and the two controls, at 1 and 2 producers.
+		if len(b.Results) != 6 {
+			t.Errorf("boot %d: %d results, want 6", b.Index, len(b.Results))
+		}
+		if b.Ratios["uprobe-nop p2/p1"] <= 0 {
+			t.Errorf("boot %d: no scaling ratio: %v", b.Index, b.Ratios)
 		}
 		for _, r := range b.Results {
 			if r.Error != "" || r.Unsupported != "" {
@@ -165,7 +169,7 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 					t.Errorf("boot %d %s p=%d: sample %+v", b.Index, r.Benchmark, r.Producers, s)
 				}
 			}
-			if !strings.Contains(r.Attach, "targets.Nop.abi0") {
+			if r.Benchmark == "uprobe-nop" && !strings.Contains(r.Attach, "targets.Nop.abi0") {
 				t.Errorf("attach point not recorded: %q", r.Attach)
 			}
 		}
@@ -368,8 +372,8 @@ func TestICountSeesThePathLength(t *testing.T) {
 	t.Log(out)
 	rate := map[string]float64{}
 	for _, b := range res.Boots {
-		if b.Clock != vm.ClockICount || !b.OK() || len(b.Results) != 1 {
-			t.Fatalf("boot %d: clock %s, error %q, %d results", b.Index, b.Clock, b.Error, len(b.Results))
+		if b.Clock != vm.ClockICount || !b.OK() || len(b.Results) != 3 || b.Results[0].Benchmark != "uprobe-nop" {
+			t.Fatalf("boot %d: clock %s, error %q, results %+v", b.Index, b.Clock, b.Error, b.Results)
 		}
 		if !strings.Contains(strings.Join(b.Outcome.Args, " "), "-icount shift=0,sleep=off") {
 			t.Errorf("boot %d did not run under icount: %v", b.Index, b.Outcome.Args)

@@ -18,6 +18,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/cpulist"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
 	"lab/internal/report"
@@ -255,7 +256,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 		affinity = *m.Affinity
 	}
 	job := protocol.Job{
-		Benchmarks: m.Benchmarks, Producers: m.Producers, Affinity: affinity,
+		Benchmarks: m.JobBenchmarks(), Producers: m.Producers, Affinity: affinity,
 		DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
 	}
 	r.logf("%s, %d vCPUs: %s (%s), %s clock", a.Name, cpus, strings.ToUpper(accel.Name), accel.Reason, clock)
@@ -298,10 +299,14 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 					}
 				}
 			}
+			if err == nil {
+				err = checkGuest(b, cpus)
+			}
 			if err != nil {
 				b.Error = err.Error()
 				failed++
 			}
+			b.Ratios = ratios(b.Results)
 			r.run.Boots = append(r.run.Boots, b)
 			if serr := r.save(); serr != nil {
 				return failed, serr
@@ -319,6 +324,56 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 	return failed, nil
 }
 
+// checkGuest compares what the guest saw with what QEMU was asked for.
+func checkGuest(b results.Boot, cpus int) error {
+	if b.Hello == nil {
+		return fmt.Errorf("the agent never said hello")
+	}
+	online, err := cpulist.Parse(b.Hello.Online)
+	if err != nil {
+		return fmt.Errorf("guest online CPUs: %w", err)
+	}
+	if len(online) != cpus {
+		return fmt.Errorf("the guest has %d CPUs online (%s), QEMU was asked for %d", len(online), b.Hello.Online, cpus)
+	}
+	return nil
+}
+
+// ratios computes each benchmark's within-boot scaling ratios against its
+// own 1-producer rate.
+func ratios(res []protocol.Result) map[string]float64 {
+	one := map[string]float64{}
+	for _, r := range res {
+		if r.Producers == 1 && r.Error == "" && r.Unsupported == "" {
+			one[r.Benchmark] = rate(r.Samples)
+		}
+	}
+	out := map[string]float64{}
+	for _, r := range res {
+		base, ok := one[r.Benchmark]
+		if r.Producers > 1 && ok && base > 0 && r.Error == "" && r.Unsupported == "" {
+			out[fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)] = rate(r.Samples) / base
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// rate is hits over the measured time of the samples, per second.
+func rate(s []protocol.Sample) float64 {
+	var hits, ns float64
+	for _, x := range s {
+		hits += float64(x.Hits)
+		ns += float64(x.IntervalNS)
+	}
+	if ns == 0 {
+		return 0
+	}
+	return hits / ns * 1e9
+}
+
 func summary(b results.Boot) string {
 	var parts []string
 	for _, res := range b.Results {
@@ -328,12 +383,7 @@ func summary(b results.Boot) string {
 		case res.Unsupported != "":
 			parts = append(parts, fmt.Sprintf("%s p=%d unsupported: %s", res.Benchmark, res.Producers, res.Unsupported))
 		default:
-			var hits, ns float64
-			for _, s := range res.Samples {
-				hits += float64(s.Hits)
-				ns += float64(s.IntervalNS)
-			}
-			parts = append(parts, fmt.Sprintf("%s p=%d %.4f M/s", res.Benchmark, res.Producers, hits/ns*1e3))
+			parts = append(parts, fmt.Sprintf("%s p=%d %.4f M/s", res.Benchmark, res.Producers, rate(res.Samples)/1e6))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -77,6 +77,27 @@ type Matrix struct {
 	Measure    string   `yaml:"measure"`
 	Affinity   *bool    `yaml:"affinity"`
 	MaxActive  int      `yaml:"maxactive"` // for tracefs kretprobes; 0: kernel default
+	// Controls adds usermode-count and syscall-count to every boot (default
+	// true): no kernel series should move them, so they show drift.
+	Controls *bool `yaml:"controls"`
+}
+
+// ControlBenchmarks are the benchmarks no probe series should move.
+var ControlBenchmarks = []string{"usermode-count", "syscall-count"}
+
+// JobBenchmarks is what each boot runs: the lab's benchmarks, then the
+// controls unless the lab turned them off or lists them itself.
+func (m Matrix) JobBenchmarks() []string {
+	out := append([]string(nil), m.Benchmarks...)
+	if m.Controls != nil && !*m.Controls {
+		return out
+	}
+	for _, c := range ControlBenchmarks {
+		if !contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Claim is what a series' author says it does, checked by reports.

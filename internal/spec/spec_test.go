@@ -122,3 +122,17 @@ func TestShippedLabs(t *testing.T) {
 		}
 	}
 }
+
+func TestJobBenchmarksAddsControls(t *testing.T) {
+	m := Matrix{Benchmarks: []string{"uprobe-nop", "syscall-count"}}
+	got := m.JobBenchmarks()
+	want := []string{"uprobe-nop", "syscall-count", "usermode-count"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	off := false
+	m.Controls = &off
+	if got := m.JobBenchmarks(); len(got) != 2 {
+		t.Errorf("controls off: got %v", got)
+	}
+}
