@@ -87,18 +87,18 @@ type Initramfs struct {
 
 // Boot is one boot of one variant.
 type Boot struct {
-	Index   int                `json:"index"` // 1-based, in boot order
-	Arch    string             `json:"arch"`
-	CPUs    int                `json:"cpus"`
-	Variant string             `json:"variant"`
-	Accel   vm.Accel           `json:"accel"`
-	Clock   string             `json:"clock"`
-	Outcome *vm.Outcome        `json:"qemu,omitempty"`
-	Hello   *protocol.Hello    `json:"guest,omitempty"`
-	Results []protocol.Result  `json:"results"`
-	Error   string             `json:"error,omitempty"`
-	Console string             `json:"console_log"` // relative to the run directory
-	Job     protocol.Job       `json:"job"`
+	Index   int               `json:"index"` // 1-based, in boot order
+	Arch    string            `json:"arch"`
+	CPUs    int               `json:"cpus"`
+	Variant string            `json:"variant"`
+	Accel   vm.Accel          `json:"accel"`
+	Clock   string            `json:"clock"`
+	Outcome *vm.Outcome       `json:"qemu,omitempty"`
+	Hello   *protocol.Hello   `json:"guest,omitempty"`
+	Results []protocol.Result `json:"results"`
+	Error   string            `json:"error,omitempty"`
+	Console string            `json:"console_log"` // relative to the run directory
+	Job     protocol.Job      `json:"job"`
 	// Ratios are within-boot scaling ratios, rate(P producers)/rate(1
 	// producer) of the same benchmark, keyed "uprobe-nop p2/p1": they
 	// survive the boot-to-boot drift of emulated machines.
