@@ -164,17 +164,20 @@ func override(lab *spec.Lab, f flags) error {
 		if m.CPUs, err = ints("--cpus", *f.cpus); err != nil {
 			return err
 		}
-		// Producer counts above the vCPUs cannot run; keep those that fit.
-		var keep []int
-		for _, p := range m.Producers {
-			if p <= minInt(m.CPUs) {
-				keep = append(keep, p)
+		// Producer counts above the vCPUs cannot run; with clip_producers
+		// each guest drops them itself, otherwise keep those that fit.
+		if !m.ClipProducers {
+			var keep []int
+			for _, p := range m.Producers {
+				if p <= minInt(m.CPUs) {
+					keep = append(keep, p)
+				}
 			}
+			if len(keep) == 0 {
+				keep = []int{1}
+			}
+			m.Producers = keep
 		}
-		if len(keep) == 0 {
-			keep = []int{1}
-		}
-		m.Producers = keep
 	}
 	if *f.producers != "" {
 		if m.Producers, err = ints("--producers", *f.producers); err != nil {

@@ -52,6 +52,7 @@ func smallLab(t *testing.T, archName string) *spec.Lab {
 	}
 	m := &lab.Matrix
 	m.Arch, m.CPUs, m.Producers, m.Boots = []string{archName}, []int{2}, []int{1, 2}, 1
+	m.Benchmarks = []string{"uprobe-nop"}
 	m.Duration.Duration, m.Warmup.Duration = 2*time.Second, time.Second
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)

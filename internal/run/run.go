@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -256,7 +257,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 		affinity = *m.Affinity
 	}
 	job := protocol.Job{
-		Benchmarks: m.JobBenchmarks(), Producers: m.Producers, Affinity: affinity,
+		Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(cpus), Affinity: affinity,
 		DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
 	}
 	r.logf("%s, %d vCPUs: %s (%s), %s clock", a.Name, cpus, strings.ToUpper(accel.Name), accel.Reason, clock)
@@ -302,6 +303,9 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 			if err == nil {
 				err = checkGuest(b, cpus)
 			}
+			if err == nil {
+				err = expectConsole(filepath.Join(r.dir, b.Console), r.lab.ConsoleExpect)
+			}
 			if err != nil {
 				b.Error = err.Error()
 				failed++
@@ -335,6 +339,28 @@ func checkGuest(b results.Boot, cpus int) error {
 	}
 	if len(online) != cpus {
 		return fmt.Errorf("the guest has %d CPUs online (%s), QEMU was asked for %d", len(online), b.Hello.Online, cpus)
+	}
+	return nil
+}
+
+// expectConsole fails a boot whose console lacks a line the lab expects
+// (e.g. a KUnit suite's "ok" line).
+func expectConsole(log string, expect []string) error {
+	if len(expect) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		return err
+	}
+	for _, e := range expect {
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return err
+		}
+		if !re.Match(data) {
+			return fmt.Errorf("the console never showed %q (console_expect): see %s", e, log)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ type Lab struct {
 	Config      []string `yaml:"config"`
 	Matrix      Matrix   `yaml:"matrix"`
 	Claims      []Claim  `yaml:"claims"`
+	// ConsoleExpect are regular expressions every boot's console must
+	// match, e.g. a KUnit test's "ok" line: a boot without them fails.
+	ConsoleExpect []string `yaml:"console_expect"`
 
 	// Path is the file the lab was read from; Root is the checkout holding
 	// patches/ and kernel-config/ (the lab file's parent's parent).
@@ -71,6 +75,9 @@ type Matrix struct {
 	Memory     string   `yaml:"memory"`
 	Benchmarks []string `yaml:"benchmarks"`
 	Producers  []int    `yaml:"producers"`
+	// ClipProducers drops producer counts above a guest's vCPUs instead of
+	// rejecting them: "1, 2, 4, ... up to the vCPUs" across a cpus matrix.
+	ClipProducers bool `yaml:"clip_producers"`
 	Boots      int      `yaml:"boots"`
 	Duration   Duration `yaml:"duration"`
 	Warmup     Duration `yaml:"warmup"`
@@ -80,6 +87,23 @@ type Matrix struct {
 	// Controls adds usermode-count and syscall-count to every boot (default
 	// true): no kernel series should move them, so they show drift.
 	Controls *bool `yaml:"controls"`
+}
+
+// ProducersFor is the producer counts a guest with cpus vCPUs runs.
+func (m Matrix) ProducersFor(cpus int) []int {
+	if !m.ClipProducers {
+		return m.Producers
+	}
+	var out []int
+	for _, p := range m.Producers {
+		if p <= cpus {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		out = []int{1}
+	}
+	return out
 }
 
 // ControlBenchmarks are the benchmarks no probe series should move.
@@ -318,8 +342,8 @@ func (l *Lab) validate(doc *yaml.Node) error {
 			return at(fmt.Sprintf("producers %d: want at least 1", p), "matrix", "producers", fmt.Sprint(i))
 		}
 		for _, c := range m.CPUs {
-			if p > c {
-				return at(fmt.Sprintf("producers %d is more than the %d vCPUs of the guest", p, c), "matrix", "producers", fmt.Sprint(i))
+			if p > c && !m.ClipProducers {
+				return at(fmt.Sprintf("producers %d is more than the %d vCPUs of the guest (set clip_producers to drop such counts)", p, c), "matrix", "producers", fmt.Sprint(i))
 			}
 		}
 	}
@@ -343,6 +367,11 @@ func (l *Lab) validate(doc *yaml.Node) error {
 				// Measured here: icount with 2 vCPUs stalled in 2 of 8 boots.
 				return at(fmt.Sprintf("measure icount with %d vCPUs: icount is only reliable with 1 vCPU (use wall)", c), "matrix", "measure")
 			}
+		}
+	}
+	for i, e := range l.ConsoleExpect {
+		if _, err := regexp.Compile(e); err != nil {
+			return at(fmt.Sprintf("console_expect %q: %v", e, err), "console_expect", fmt.Sprint(i))
 		}
 	}
 	for i, c := range l.Claims {

@@ -33,6 +33,7 @@ var problems = []struct {
 	{"panic", regexp.MustCompile(`Kernel panic - not syncing`)},
 	{"rcu stall", regexp.MustCompile(`rcu: INFO: rcu_\w+ (self-)?detected stall|rcu_\w+ kthread starved|detected stalls on CPUs`)},
 	{"hung task", regexp.MustCompile(`INFO: task .* blocked for more than`)},
+	{"kunit failure", regexp.MustCompile(`(^|\] |\s)not ok \d+ `)},
 }
 
 // ScanConsole returns the problems the kernel reported in a console log,

@@ -22,6 +22,7 @@ func TestScanConsole(t *testing.T) {
 		{"rcu stall", "[   30.1] rcu: INFO: rcu_sched self-detected stall on CPU", "rcu stall"},
 		{"starved", "[   30.1] rcu: rcu_sched kthread starved for 5238 jiffies!", "rcu stall"},
 		{"hung", "[  120.1] INFO: task agent:1 blocked for more than 120 seconds.", "hung task"},
+		{"kunit", "[    2.0]     not ok 3 test_kretprobe", "kunit failure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "console.log")
