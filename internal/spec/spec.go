@@ -77,13 +77,13 @@ type Matrix struct {
 	Producers  []int    `yaml:"producers"`
 	// ClipProducers drops producer counts above a guest's vCPUs instead of
 	// rejecting them: "1, 2, 4, ... up to the vCPUs" across a cpus matrix.
-	ClipProducers bool `yaml:"clip_producers"`
-	Boots      int      `yaml:"boots"`
-	Duration   Duration `yaml:"duration"`
-	Warmup     Duration `yaml:"warmup"`
-	Measure    string   `yaml:"measure"`
-	Affinity   *bool    `yaml:"affinity"`
-	MaxActive  int      `yaml:"maxactive"` // for tracefs kretprobes; 0: kernel default
+	ClipProducers bool     `yaml:"clip_producers"`
+	Boots         int      `yaml:"boots"`
+	Duration      Duration `yaml:"duration"`
+	Warmup        Duration `yaml:"warmup"`
+	Measure       string   `yaml:"measure"`
+	Affinity      *bool    `yaml:"affinity"`
+	MaxActive     int      `yaml:"maxactive"` // for tracefs kretprobes; 0: kernel default
 	// Controls adds usermode-count and syscall-count to every boot (default
 	// true): no kernel series should move them, so they show drift.
 	Controls *bool `yaml:"controls"`
