@@ -167,8 +167,11 @@ func (r *Runner) do(ctx context.Context) error {
 			return err
 		}
 	}
-	// Tree back to the source as shipped, for the next run and the user.
+	// Tree back to the source as shipped, for the next run and the user, and
+	// unlocked: the boots need only the built images, so another lab run
+	// may build while this one measures.
 	tree.Checkout(ctx, tree.BaseHash)
+	tree.Close()
 	if err := r.save(); err != nil {
 		return err
 	}
