@@ -71,6 +71,7 @@ type flags struct {
 	results   *string
 	jobs      *int
 	only      *string
+	noCtl     *bool
 }
 
 func runFlags(fs *flag.FlagSet) flags {
@@ -94,6 +95,7 @@ func runFlags(fs *flag.FlagSet) flags {
 		results:   fs.String("results", "", "results folder (default: results/ in lab's checkout)"),
 		jobs:      fs.Int("j", 0, "make -j for kernel builds (default: host CPUs)"),
 		only:      fs.String("only", "", "boot only this variant (baseline or patched): for soak and debugging runs"),
+		noCtl:     fs.Bool("no-controls", false, "do not add the usermode-count and syscall-count controls to each boot"),
 	}
 }
 
@@ -186,6 +188,10 @@ func override(lab *spec.Lab, f flags) error {
 	}
 	if *f.benches != "" {
 		m.Benchmarks = strings.Split(*f.benches, ",")
+	}
+	if *f.noCtl {
+		off := false
+		m.Controls = &off
 	}
 	if *f.boots != 0 {
 		m.Boots = *f.boots
