@@ -213,8 +213,10 @@ func (r *Runner) buildKernel(ctx context.Context, tree *source.Tree, ser *series
 		Log: logWriter(r.dir, fmt.Sprintf("build-%s-%s.log", a.Name, variant)),
 		Progress: func(done, expected int, el time.Duration) {
 			pct := ""
-			if expected > 0 {
-				pct = fmt.Sprintf(" (~%d%% of the last build's %d)", min(99, 100*done/expected), expected)
+			// The last build of this directory is the best guess of this
+			// one's size, until this one outgrows it.
+			if expected > 0 && done < expected {
+				pct = fmt.Sprintf(" (~%d%% of the last build's %d)", 100*done/expected, expected)
 			}
 			r.logf("build %s/%s: %d compiled%s, %s", a.Name, variant, done, pct, el.Round(time.Second))
 		},
