@@ -93,75 +93,76 @@ func uprobeBench(res *protocol.Result, kind, target string, p int, job protocol.
 		return err
 	}
 	res.Attach = kind + " " + loc.String()
-	if res.ProbeFree, err = probeFree(p, job, t.Call); err != nil {
-		return err
-	}
-	multi := strings.HasSuffix(kind, "-multi")
-	attachType := ebpf.AttachNone
-	if multi {
-		attachType = ebpf.AttachTraceUprobeMulti
-	}
-	m, prog, err := counterProg(attachType)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	defer prog.Close()
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return err
 	}
-	var l link.Link
-	switch kind {
-	case "uprobe":
-		l, err = ex.Uprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
-	case "uretprobe":
-		l, err = ex.Uretprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
-	case "uprobe-multi":
-		l, err = ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{Addresses: []uint64{loc.Offset}})
-	case "uretprobe-multi":
-		l, err = ex.UretprobeMulti(nil, prog, &link.UprobeMultiOptions{Addresses: []uint64{loc.Offset}})
+	attachType := ebpf.AttachNone
+	if strings.HasSuffix(kind, "-multi") {
+		attachType = ebpf.AttachTraceUprobeMulti
 	}
-	if err != nil {
-		return fmt.Errorf("attach %s at %s: %w", kind, loc, err)
-	}
-	defer l.Close()
-	return measure(res, p, job, func() (uint64, error) { return readHits(m) }, t.Call)
+	return probeBench(res, p, job, t.Call, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+		switch kind {
+		case "uprobe":
+			l, err = ex.Uprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
+		case "uretprobe":
+			l, err = ex.Uretprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
+		case "uprobe-multi":
+			l, err = ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{Addresses: []uint64{loc.Offset}})
+		case "uretprobe-multi":
+			l, err = ex.UretprobeMulti(nil, prog, &link.UprobeMultiOptions{Addresses: []uint64{loc.Offset}})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attach %s at %s: %w", kind, loc, err)
+		}
+		return l, nil
+	})
 }
 
 func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.Job, fn func()) error {
 	res.Attach = kind + " " + symbol
+	attachType := ebpf.AttachNone
+	if strings.HasSuffix(kind, "-multi") {
+		attachType = ebpf.AttachTraceKprobeMulti
+	}
+	return probeBench(res, p, job, fn, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+		switch kind {
+		case "kprobe":
+			l, err = link.Kprobe(symbol, prog, nil)
+		case "kretprobe":
+			l, err = link.Kretprobe(symbol, prog, nil)
+		case "kprobe-multi":
+			l, err = link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{symbol}})
+		case "kretprobe-multi":
+			l, err = link.KretprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{symbol}})
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, unsupported{fmt.Sprintf("%s on %s: %v", kind, symbol, err)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attach %s on %s: %w", kind, symbol, err)
+		}
+		return l, nil
+	})
+}
+
+// probeBench measures fn's loop without the probe, then with a counting
+// BPF program attached by attach.
+func probeBench(res *protocol.Result, p int, job protocol.Job, fn func(), attachType ebpf.AttachType, attach func(*ebpf.Program) (link.Link, error)) error {
 	pf, err := probeFree(p, job, fn)
 	if err != nil {
 		return err
 	}
 	res.ProbeFree = pf
-	attachType := ebpf.AttachNone
-	if strings.HasSuffix(kind, "-multi") {
-		attachType = ebpf.AttachTraceKprobeMulti
-	}
 	m, prog, err := counterProg(attachType)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer prog.Close()
-	var l link.Link
-	switch kind {
-	case "kprobe":
-		l, err = link.Kprobe(symbol, prog, nil)
-	case "kretprobe":
-		l, err = link.Kretprobe(symbol, prog, nil)
-	case "kprobe-multi":
-		l, err = link.KprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{symbol}})
-	case "kretprobe-multi":
-		l, err = link.KretprobeMulti(prog, link.KprobeMultiOptions{Symbols: []string{symbol}})
-	}
+	l, err := attach(prog)
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EOPNOTSUPP) {
-			return unsupported{fmt.Sprintf("%s on %s: %v", kind, symbol, err)}
-		}
-		return fmt.Errorf("attach %s on %s: %w", kind, symbol, err)
+		return err
 	}
 	defer l.Close()
 	return measure(res, p, job, func() (uint64, error) { return readHits(m) }, fn)

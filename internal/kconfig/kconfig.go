@@ -62,14 +62,9 @@ func parse(r io.Reader, file string) ([]Option, error) {
 
 // Values reads a final .config into a map; options that are not set are "n".
 func Values(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	opts, err := ParseFragment(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	opts, err := parse(f, path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	m := map[string]string{}
 	for _, o := range opts {
