@@ -165,6 +165,9 @@ func dependsOn(srcDir, name string) string {
 		var line int
 		fmt.Sscanf(rest, "%d", &line)
 		deps := blockDeps(filepath.Join(srcDir, file), line)
+		if ifs := enclosingIfs(filepath.Join(srcDir, file), line); ifs != "" {
+			deps = strings.TrimPrefix(deps+", inside "+ifs, ", ")
+		}
 		where := fmt.Sprintf("%s:%d", strings.TrimPrefix(file, "./"), line)
 		if deps == "" {
 			reasons = append(reasons, where+" has no prompt dependencies; a select or choice overrode it")
@@ -173,6 +176,28 @@ func dependsOn(srcDir, name string) string {
 		}
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// enclosingIfs lists the "if X" blocks of a Kconfig file that enclose line:
+// a symbol inside "if X" is invisible while X is off.
+func enclosingIfs(path string, line int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var stack []string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan() && n < line; n++ {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(l, "if "):
+			stack = append(stack, l)
+		case strings.HasPrefix(l, "endif") && len(stack) > 0:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return strings.Join(stack, ", ")
 }
 
 func blockDeps(path string, start int) string {

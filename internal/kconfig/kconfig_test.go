@@ -46,16 +46,17 @@ func TestVerify(t *testing.T) {
 	dir := t.TempDir()
 	src := t.TempDir()
 	write(t, src, "kernel/trace/Kconfig", "config FPROBE\n\tbool \"Kernel Function Probe\"\n\tdepends on HAVE_RETHOOK\n\tdepends on FUNCTION_TRACER\n\nconfig OTHER\n\tbool\n")
+	write(t, src, "lib/Kconfig.debug", "if DEBUG_INFO\nendif\nmenuconfig RUNTIME_TESTING_MENU\n\tbool\nif RUNTIME_TESTING_MENU\nconfig SANITY\n\tdepends on KUNIT\nendif\n")
 	common := write(t, dir, "common.config", "CONFIG_SMP=y\nCONFIG_FPROBE=y\n# CONFIG_SLUB_TINY is not set\nCONFIG_NR_CPUS=64\n")
-	arch := write(t, dir, "arm64.config", "CONFIG_NR_CPUS=256\nCONFIG_NO_SUCH_THING=y\n")
+	arch := write(t, dir, "arm64.config", "CONFIG_NR_CPUS=256\nCONFIG_NO_SUCH_THING=y\nCONFIG_SANITY=y\n")
 	final := write(t, dir, ".config", "CONFIG_SMP=y\n# CONFIG_FPROBE is not set\nCONFIG_NR_CPUS=256\n")
 	err := Verify(final, []string{common, arch}, src)
 	var de *DroppedError
 	if !errors.As(err, &de) {
 		t.Fatalf("want DroppedError, got %v", err)
 	}
-	if len(de.Dropped) != 2 {
-		t.Fatalf("dropped = %+v, want FPROBE and NO_SUCH_THING", de.Dropped)
+	if len(de.Dropped) != 3 {
+		t.Fatalf("dropped = %+v, want FPROBE, NO_SUCH_THING and SANITY", de.Dropped)
 	}
 	msg := err.Error()
 	for _, want := range []string{
@@ -63,6 +64,7 @@ func TestVerify(t *testing.T) {
 		"kernel/trace/Kconfig:1: depends on HAVE_RETHOOK, depends on FUNCTION_TRACER",
 		arch + ":2: CONFIG_NO_SUCH_THING=y",
 		"no such Kconfig symbol",
+		"lib/Kconfig.debug:6: depends on KUNIT, inside if RUNTIME_TESTING_MENU",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
