@@ -43,7 +43,9 @@ func (c Config) Cmdline() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", "loglevel=6"}
+	// loglevel=7: KERN_INFO reaches the console, where KUnit reports its
+	// results; WARNINGs and worse would show at any level.
+	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", "loglevel=7"}
 	if c.Arch.Name == "x86_64" && c.Accel.Name == TCG {
 		// TCG has no stable TSC to calibrate against; don't fall back to
 		// slow clocksources on a long run.
