@@ -98,3 +98,17 @@ type Result struct {
 	Unsupported string            `json:"unsupported,omitempty"` // why the guest cannot run it
 	Error       string            `json:"error,omitempty"`
 }
+
+// Rate is hits per second over the samples' measured time: a long interval
+// (steal, a slow guest clock) weighs as much as it lasted.
+func Rate(samples []Sample) float64 {
+	var hits, ns float64
+	for _, s := range samples {
+		hits += float64(s.Hits)
+		ns += float64(s.IntervalNS)
+	}
+	if ns == 0 {
+		return 0
+	}
+	return hits / ns * 1e9
+}

@@ -74,7 +74,7 @@ func Tables(r *results.Run) []Table {
 				}
 				sum.Missing = append(sum.Missing, fmt.Sprintf("boot %d: %s", b.Index, why))
 			} else {
-				sum.PerBoot = append(sum.PerBoot, meanRate(res.Samples))
+				sum.PerBoot = append(sum.PerBoot, protocol.Rate(res.Samples))
 			}
 			row.Variants[b.Variant] = sum
 		}
@@ -115,21 +115,6 @@ func (t *Table) row(bench string, p int) *Row {
 	}
 	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Variants: map[string]Summary{}})
 	return &t.Rows[len(t.Rows)-1]
-}
-
-// meanRate is the boot's rate: all hits over all measured time, so that a
-// long interval (steal, a slow guest clock) weighs as much as it lasted.
-func meanRate(samples []protocol.Sample) float64 {
-	var hits float64
-	var ns int64
-	for _, s := range samples {
-		hits += float64(s.Hits)
-		ns += s.IntervalNS
-	}
-	if ns == 0 {
-		return 0
-	}
-	return hits / (float64(ns) / 1e9)
 }
 
 func meanStddev(x []float64) (mean, sd float64) {

@@ -58,8 +58,8 @@ func TestTables(t *testing.T) {
 // A stretched interval (steal, a slow guest clock) weighs as long as it lasted.
 func TestMeanRateUsesMeasuredIntervals(t *testing.T) {
 	s := []protocol.Sample{{IntervalNS: 1e9, Hits: 100}, {IntervalNS: 3e9, Hits: 100}}
-	if got := meanRate(s); got != 50 {
-		t.Errorf("meanRate = %v, want 50 hits/s", got)
+	if got := protocol.Rate(s); got != 50 {
+		t.Errorf("Rate = %v, want 50 hits/s", got)
 	}
 }
 

@@ -379,12 +379,7 @@ func TestICountSeesThePathLength(t *testing.T) {
 		if !strings.Contains(strings.Join(b.Outcome.Args, " "), "-icount shift=0,sleep=off") {
 			t.Errorf("boot %d did not run under icount: %v", b.Index, b.Outcome.Args)
 		}
-		var hits, ns float64
-		for _, s := range b.Results[0].Samples {
-			hits += float64(s.Hits)
-			ns += float64(s.IntervalNS)
-		}
-		rate[b.Variant] = hits / ns
+		rate[b.Variant] = protocol.Rate(b.Results[0].Samples) / 1e9
 	}
 	delta := rate[source.Patched]/rate[source.Baseline] - 1
 	t.Logf("icount uprobe-nop: baseline %.6f, patched %.6f hits/ns: %+.2f %%", rate[source.Baseline], rate[source.Patched], delta*100)

@@ -45,6 +45,7 @@ type Options struct {
 
 // Runner holds one run's state.
 type Runner struct {
+	logs  []*os.File // build and initramfs logs, closed when the run ends
 	opt   Options
 	lab   *spec.Lab
 	run   *results.Run
@@ -89,6 +90,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 		Claims: lab.Claims,
 	}
 	err := r.do(ctx)
+	for _, f := range r.logs {
+		f.Close()
+	}
 	r.run.Finished = time.Now().UTC()
 	r.run.Elapsed = time.Since(r.start)
 	r.run.Complete = err == nil
@@ -152,7 +156,7 @@ func (r *Runner) do(ctx context.Context) error {
 			kernels[name][v] = info
 		}
 		err = r.step("initramfs "+a.GOARCH, func() error {
-			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, logWriter(r.dir, "initramfs-"+a.GOARCH+".log"))
+			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, r.logWriter("initramfs-"+a.GOARCH+".log"))
 			if err != nil {
 				return err
 			}
@@ -210,7 +214,7 @@ func (r *Runner) buildKernel(ctx context.Context, tree *source.Tree, ser *series
 	}
 	b := &kbuild.Builder{
 		CacheDir: r.opt.CacheDir, SrcDir: tree.Dir, SourceID: tree.ID, Jobs: r.opt.Jobs,
-		Log: logWriter(r.dir, fmt.Sprintf("build-%s-%s.log", a.Name, variant)),
+		Log: r.logWriter(fmt.Sprintf("build-%s-%s.log", a.Name, variant)),
 		Progress: func(done, expected int, el time.Duration) {
 			pct := ""
 			// The last build of this directory is the best guess of this
@@ -376,33 +380,20 @@ func ratios(res []protocol.Result) map[string]float64 {
 	one := map[string]float64{}
 	for _, r := range res {
 		if r.Producers == 1 && r.Error == "" && r.Unsupported == "" {
-			one[r.Benchmark] = rate(r.Samples)
+			one[r.Benchmark] = protocol.Rate(r.Samples)
 		}
 	}
 	out := map[string]float64{}
 	for _, r := range res {
 		base, ok := one[r.Benchmark]
 		if r.Producers > 1 && ok && base > 0 && r.Error == "" && r.Unsupported == "" {
-			out[fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)] = rate(r.Samples) / base
+			out[fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)] = protocol.Rate(r.Samples) / base
 		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
-}
-
-// rate is hits over the measured time of the samples, per second.
-func rate(s []protocol.Sample) float64 {
-	var hits, ns float64
-	for _, x := range s {
-		hits += float64(x.Hits)
-		ns += float64(x.IntervalNS)
-	}
-	if ns == 0 {
-		return 0
-	}
-	return hits / ns * 1e9
 }
 
 func summary(b results.Boot) string {
@@ -414,7 +405,7 @@ func summary(b results.Boot) string {
 		case res.Unsupported != "":
 			parts = append(parts, fmt.Sprintf("%s p=%d unsupported: %s", res.Benchmark, res.Producers, res.Unsupported))
 		default:
-			parts = append(parts, fmt.Sprintf("%s p=%d %.4f M/s", res.Benchmark, res.Producers, rate(res.Samples)/1e6))
+			parts = append(parts, fmt.Sprintf("%s p=%d %.4f M/s", res.Benchmark, res.Producers, protocol.Rate(res.Samples)/1e6))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -461,12 +452,13 @@ func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.
 	return boot + time.Duration(stretch)*bench
 }
 
-func logWriter(dir, name string) io.Writer {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// logWriter opens a log file in the run directory; Run closes it.
+func (r *Runner) logWriter(name string) io.Writer {
+	f, err := os.OpenFile(filepath.Join(r.dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return io.Discard
 	}
-	// Left open for the process's life: logs are appended until lab exits.
+	r.logs = append(r.logs, f)
 	return f
 }
 
