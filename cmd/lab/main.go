@@ -72,6 +72,13 @@ type flags struct {
 	jobs      *int
 	only      *string
 	noCtl     *bool
+	numa      *string
+	sockets   *int
+	clusters  *int
+	cores     *int
+	threads   *int
+	memory    *string
+	pin       *string
 }
 
 func runFlags(fs *flag.FlagSet) flags {
@@ -96,6 +103,13 @@ func runFlags(fs *flag.FlagSet) flags {
 		jobs:      fs.Int("j", 0, "make -j for kernel builds (default: host CPUs)"),
 		only:      fs.String("only", "", "boot only this variant (baseline or patched): for soak and debugging runs"),
 		noCtl:     fs.Bool("no-controls", false, "do not add the usermode-count and syscall-count controls to each boot"),
+		numa:      fs.String("numa", "", "NUMA node counts, comma-separated: each splits vCPUs and memory evenly (1: no NUMA)"),
+		sockets:   fs.Int("sockets", 0, "sockets (default: one per NUMA node)"),
+		clusters:  fs.Int("clusters", 0, "clusters per socket (arm64)"),
+		cores:     fs.Int("cores", 0, "cores per cluster or socket (default: what the vCPUs need)"),
+		threads:   fs.Int("threads", 0, "threads per core (default 1)"),
+		memory:    fs.String("memory", "", "guest memory, e.g. 2G"),
+		pin:       fs.String("pin", "", "pin vCPU threads to host CPUs: auto (when a host CPU is left over), on or off"),
 	}
 }
 
@@ -204,6 +218,21 @@ func override(lab *spec.Lab, f flags) error {
 	}
 	if *f.measure != "" {
 		m.Measure = *f.measure
+	}
+	if *f.numa != "" {
+		if m.NUMA, err = ints("--numa", *f.numa); err != nil {
+			return err
+		}
+		m.NUMALayout = nil
+	}
+	if *f.sockets != 0 || *f.clusters != 0 || *f.cores != 0 || *f.threads != 0 {
+		m.Sockets, m.Clusters, m.Cores, m.Threads = *f.sockets, *f.clusters, *f.cores, *f.threads
+	}
+	if *f.memory != "" {
+		m.Memory = *f.memory
+	}
+	if *f.pin != "" {
+		m.Pin = *f.pin
 	}
 	if err := lab.Validate(); err != nil {
 		return fmt.Errorf("with the command-line flags: %w", err)

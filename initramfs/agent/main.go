@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
 
@@ -145,7 +146,58 @@ func hello(start float64) *protocol.Hello {
 			}
 		}
 	}
+	h.Nodes = numaNodes()
+	h.Packages = packages()
 	return h
+}
+
+// numaNodes reads the guest's NUMA nodes from sysfs.
+func numaNodes() []protocol.Node {
+	dirs, _ := filepath.Glob("/sys/devices/system/node/node[0-9]*")
+	var nodes []protocol.Node
+	for _, d := range dirs {
+		var n protocol.Node
+		if _, err := fmt.Sscanf(filepath.Base(d), "node%d", &n.ID); err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "cpulist")); err == nil {
+			n.CPUs = strings.TrimSpace(string(b))
+		}
+		// "Node 0 MemTotal:       1014492 kB"
+		if b, err := os.ReadFile(filepath.Join(d, "meminfo")); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if _, rest, ok := strings.Cut(l, "MemTotal:"); ok {
+					fmt.Sscanf(rest, "%d", &n.MemTotalKiB)
+				}
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	return nodes
+}
+
+// packages maps each CPU to its physical package id.
+func packages() map[int]int {
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*")
+	out := map[int]int{}
+	for _, d := range dirs {
+		var cpu, pkg int
+		if _, err := fmt.Sscanf(filepath.Base(d), "cpu%d", &cpu); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "topology", "physical_package_id"))
+		if err != nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &pkg); err == nil {
+			out[cpu] = pkg
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func uptime() float64 {

@@ -76,6 +76,19 @@ type Hello struct {
 	OnlineCPUs  int     `json:"online_cpus"`   // sysconf(_SC_NPROCESSORS_ONLN)
 	Online      string  `json:"online"`        // /sys/devices/system/cpu/online
 	MemTotalKiB int64   `json:"mem_total_kib"` // from /proc/meminfo
+	// Nodes are the NUMA nodes the kernel set up
+	// (/sys/devices/system/node/node*), with their CPUs and memory.
+	Nodes []Node `json:"nodes,omitempty"`
+	// Packages maps each online CPU to its physical package (socket) id,
+	// from /sys/devices/system/cpu/cpu*/topology/physical_package_id.
+	Packages map[int]int `json:"packages,omitempty"`
+}
+
+// Node is one NUMA node as the guest sees it.
+type Node struct {
+	ID          int    `json:"id"`
+	CPUs        string `json:"cpulist"`       // node*/cpulist
+	MemTotalKiB int64  `json:"mem_total_kib"` // node*/meminfo MemTotal
 }
 
 // Sample is one sampling interval of a benchmark.

@@ -19,10 +19,12 @@ import (
 // Shape identifies one table: everything that must be equal between the
 // compared boots.
 type Shape struct {
-	Arch  string
-	CPUs  int
-	Accel string
-	Clock string
+	Arch     string
+	CPUs     int
+	Topology string // "16 vCPUs (sockets=4,...), 4 NUMA nodes"
+	Accel    string
+	Clock    string
+	Caveats  string // "; "-joined: oversubscription, emulated NUMA
 }
 
 // Row is one benchmark at one producer count.
@@ -53,7 +55,11 @@ func Tables(r *results.Run) []Table {
 	byShape := map[Shape]*Table{}
 	var order []Shape
 	for _, b := range r.Boots {
-		s := Shape{Arch: b.Arch, CPUs: b.CPUs, Accel: b.Accel.Name, Clock: b.Clock}
+		s := Shape{Arch: b.Arch, CPUs: b.CPUs, Topology: fmt.Sprintf("%d vCPU%s", b.CPUs, plural(b.CPUs)),
+			Accel: b.Accel.Name, Clock: b.Clock, Caveats: strings.Join(b.Caveats, "; ")}
+		if b.Shape != nil {
+			s.Topology = b.Shape.String()
+		}
 		t, ok := byShape[s]
 		if !ok {
 			t = &Table{Shape: s, Boots: map[string]int{}}
@@ -136,7 +142,7 @@ func meanStddev(x []float64) (mean, sd float64) {
 
 // Header is the line above a table: what ran, and what its figures can show.
 func Header(lab string, t Table) string {
-	parts := []string{lab, t.Shape.Arch, fmt.Sprintf("%d vCPU%s", t.Shape.CPUs, plural(t.Shape.CPUs))}
+	parts := []string{lab, t.Shape.Arch, t.Shape.Topology}
 	switch {
 	case t.Shape.Accel == vm.KVM:
 		parts = append(parts, "KVM")
@@ -146,6 +152,9 @@ func Header(lab string, t Table) string {
 		parts = append(parts, "TCG (emulated: absolute figures are not hardware figures)")
 	}
 	parts = append(parts, t.Shape.Clock+" clock")
+	if t.Shape.Caveats != "" {
+		parts = append(parts, strings.Split(t.Shape.Caveats, "; ")...)
+	}
 	b, p := t.Boots["baseline"], t.Boots["patched"]
 	if b == p {
 		parts = append(parts, fmt.Sprintf("%d boot%s each", b, plural(b)))

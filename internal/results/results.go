@@ -12,6 +12,7 @@ import (
 	"lab/initramfs/protocol"
 	"lab/internal/kbuild"
 	"lab/internal/spec"
+	"lab/internal/topology"
 	"lab/internal/vm"
 )
 
@@ -99,6 +100,14 @@ type Boot struct {
 	Error   string            `json:"error,omitempty"`
 	Console string            `json:"console_log"` // relative to the run directory
 	Job     protocol.Job      `json:"job"`
+	// Shape is the guest's topology as asked for; QEMU's view of it is in
+	// qemu.vcpus and qemu.memdevs, the guest's in guest.nodes.
+	Shape        *topology.Shape `json:"shape,omitempty"`
+	HostTopology *topology.Host  `json:"host_topology,omitempty"`
+	// Caveats are what the host makes of the figures (oversubscription,
+	// emulated NUMA, TCG), shown in table headers.
+	Caveats []string `json:"caveats,omitempty"`
+	Pinning string   `json:"pinning,omitempty"` // whether and how vCPU threads were pinned
 	// Ratios are within-boot scaling ratios, rate(P producers)/rate(1
 	// producer) of the same benchmark, keyed "uprobe-nop p2/p1": they
 	// survive the boot-to-boot drift of emulated machines.

@@ -24,6 +24,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/topology"
 	"lab/internal/vm"
 )
 
@@ -195,7 +196,11 @@ func builtKernel(t *testing.T) (kernel, initrd string) {
 func bootConfig(t *testing.T, kernel, initrd string, job protocol.Job) vm.Config {
 	a, _ := arch.Lookup("x86_64")
 	dir := t.TempDir()
-	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, CPUs: 1, Memory: "512M",
+	shape, err := topology.Resolve("x86_64", topology.Request{CPUs: 1, Memory: "512M"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, Shape: shape,
 		Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall, Job: job,
 		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
 }

@@ -19,7 +19,6 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
-	"lab/internal/cpulist"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
 	"lab/internal/report"
@@ -27,6 +26,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/topology"
 	"lab/internal/vm"
 )
 
@@ -183,8 +183,12 @@ func (r *Runner) do(ctx context.Context) error {
 	var failed int
 	for _, name := range lab.Matrix.Arch {
 		a, _ := arch.Lookup(name)
-		for _, cpus := range lab.Matrix.CPUs {
-			n, err := r.bootAll(ctx, a, cpus, kernels[name], images[name])
+		shapes, err := lab.Matrix.Shapes(name)
+		if err != nil {
+			return err
+		}
+		for _, shape := range shapes {
+			n, err := r.bootAll(ctx, a, shape, kernels[name], images[name])
 			failed += n
 			if err != nil {
 				return err
@@ -254,11 +258,19 @@ func (r *Runner) buildKernel(ctx context.Context, tree *source.Tree, ser *series
 // bootAll boots the variants alternately (A B A B ...), so that drift of the
 // host hits both alike. It returns the number of failed boots; a failed boot
 // does not stop the run, an interruption does.
-func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map[string]*kbuild.Info, initrd string) (int, error) {
+func (r *Runner) bootAll(ctx context.Context, a arch.Arch, shape topology.Shape, kernels map[string]*kbuild.Info, initrd string) (int, error) {
 	m := r.lab.Matrix
+	cpus := shape.CPUs
 	accel, err := vm.ChooseAccel(vm.ReadHost(r.opt.Accel), a)
 	if err != nil {
 		return 0, err
+	}
+	hostTopo := topology.ReadHost(runtime.NumCPU())
+	caveats := topology.Caveats(shape, hostTopo, accel.Name == vm.KVM)
+	plan, pinNote := topology.PinPlan(shape, hostTopo, m.Pin)
+	if accel.Name == vm.TCG && chooseClock(m.Measure, accel, cpus) == vm.ClockICount {
+		// One TCG thread runs every vCPU: nothing per vCPU to pin.
+		plan, pinNote = nil, "not pinned: single-threaded TCG (icount)"
 	}
 	clock := chooseClock(m.Measure, accel, cpus)
 	affinity := true
@@ -269,7 +281,10 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 		Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(cpus), Affinity: affinity,
 		DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
 	}
-	r.logf("%s, %d vCPUs: %s (%s), %s clock", a.Name, cpus, strings.ToUpper(accel.Name), accel.Reason, clock)
+	r.logf("%s, %s: %s (%s), %s clock; %s", a.Name, shape, strings.ToUpper(accel.Name), accel.Reason, clock, pinNote)
+	for _, c := range caveats {
+		r.logf("caveat: %s", c)
+	}
 	deadline := Deadline(a, cpus, accel, clock, job)
 	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
 	if err != nil {
@@ -285,19 +300,20 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 	for i := 0; i < m.Boots; i++ {
 		for vi, v := range variants {
 			idx := len(r.run.Boots) + 1
-			rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%dcpu-%s", idx, a.Name, cpus, v))
+			rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%dcpu%s-%s", idx, a.Name, cpus, numaTag(shape), v))
 			cfg := vm.Config{
-				Arch: a, Kernel: kernels[v].Image, Initrd: initrd, CPUs: cpus, Memory: m.Memory,
+				Arch: a, Kernel: kernels[v].Image, Initrd: initrd, Shape: shape,
 				Accel: accel, Clock: clock, Job: job, Dir: filepath.Join(r.dir, rel),
-				QMPPath: filepath.Join(qmpDir, "qmp.sock"),
+				QMPPath: filepath.Join(qmpDir, "qmp.sock"), Pin: plan,
 			}
 			n := len(variants)*i + vi + 1
-			label := fmt.Sprintf("boot %d/%d %s %dcpu %s", n, total, a.Name, cpus, v)
+			label := fmt.Sprintf("boot %d/%d %s %dcpu%s %s", n, total, a.Name, cpus, numaTag(shape), v)
 			r.logf("%s (deadline %s)", label, deadline.Round(time.Second))
 			out, err := vm.Boot(ctx, cfg, deadline, func(s string) { r.logf("%s: %s", label, s) })
 			b := results.Boot{
 				Index: idx, Arch: a.Name, CPUs: cpus, Variant: v, Accel: accel, Clock: clock,
 				Outcome: out, Console: filepath.Join(rel, "console.log"), Job: job,
+				Shape: &shape, HostTopology: &hostTopo, Caveats: caveats, Pinning: pinNote,
 			}
 			if out != nil {
 				for _, rec := range out.Records {
@@ -310,7 +326,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 				}
 			}
 			if err == nil {
-				err = checkGuest(b, cpus)
+				err = checkGuest(b, shape)
 			}
 			if err == nil {
 				err = expectConsole(filepath.Join(r.dir, b.Console), r.lab.ConsoleExpect)
@@ -337,19 +353,26 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, cpus int, kernels map
 	return failed, nil
 }
 
-// checkGuest compares what the guest saw with what QEMU was asked for.
-func checkGuest(b results.Boot, cpus int) error {
+// checkGuest compares the machine QEMU built (QMP) and the one the guest
+// kernel found (the agent's hello) with the shape asked for.
+func checkGuest(b results.Boot, shape topology.Shape) error {
 	if b.Hello == nil {
 		return fmt.Errorf("the agent never said hello")
 	}
-	online, err := cpulist.Parse(b.Hello.Online)
-	if err != nil {
-		return fmt.Errorf("guest online CPUs: %w", err)
+	var cpus []topology.QMPCPU
+	var memdevs []topology.Memdev
+	if b.Outcome != nil {
+		cpus, memdevs = b.Outcome.QMPCPUs(), b.Outcome.Memdevs
 	}
-	if len(online) != cpus {
-		return fmt.Errorf("the guest has %d CPUs online (%s), QEMU was asked for %d", len(online), b.Hello.Online, cpus)
+	return topology.Verify(shape, cpus, memdevs, b.Hello)
+}
+
+// numaTag marks NUMA boots in directory names and labels.
+func numaTag(s topology.Shape) string {
+	if len(s.Nodes) > 1 {
+		return fmt.Sprintf("-%dnode", len(s.Nodes))
 	}
-	return nil
+	return ""
 }
 
 // expectConsole fails a boot whose console lacks a line the lab expects

@@ -9,6 +9,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/results"
 	"lab/internal/spec"
+	"lab/internal/topology"
 	"lab/internal/vm"
 )
 
@@ -41,14 +42,26 @@ func TestRatios(t *testing.T) {
 }
 
 func TestCheckGuest(t *testing.T) {
-	ok := results.Boot{Hello: &protocol.Hello{Online: "0-3"}}
-	if err := checkGuest(ok, 4); err != nil {
+	shape := func(cpus int) topology.Shape {
+		s, err := topology.Resolve("x86_64", topology.Request{CPUs: cpus, Memory: "1G"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	out := &vm.Outcome{VCPUs: make([]vm.VCPU, 4)}
+	for i := range out.VCPUs {
+		out.VCPUs[i].Index, out.VCPUs[i].Props.Core = i, i
+	}
+	ok := results.Boot{Outcome: out, Hello: &protocol.Hello{Online: "0-3",
+		Nodes: []protocol.Node{{ID: 0, CPUs: "0-3", MemTotalKiB: 950 << 10}}}}
+	if err := checkGuest(ok, shape(4)); err != nil {
 		t.Error(err)
 	}
-	if err := checkGuest(ok, 8); err == nil {
+	if err := checkGuest(ok, shape(8)); err == nil {
 		t.Error("4 online CPUs for 8 asked: want an error")
 	}
-	if err := checkGuest(results.Boot{}, 1); err == nil {
+	if err := checkGuest(results.Boot{}, shape(1)); err == nil {
 		t.Error("no hello: want an error")
 	}
 }

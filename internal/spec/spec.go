@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"lab/internal/topology"
 )
 
 // Mode says which side of the comparison the series is on.
@@ -87,6 +89,41 @@ type Matrix struct {
 	// Controls adds usermode-count and syscall-count to every boot (default
 	// true): no kernel series should move them, so they show drift.
 	Controls *bool `yaml:"controls"`
+
+	// The guest's shape. NUMA is a matrix axis of node counts that split
+	// CPUs and memory evenly (default [1]: no NUMA); NUMALayout instead
+	// gives the nodes one by one. Sockets, clusters (arm64), cores and
+	// threads are optional: lab makes one socket per node by default.
+	NUMA       []int            `yaml:"numa"`
+	NUMALayout *topology.Layout `yaml:"numa_layout"`
+	Sockets    int              `yaml:"sockets"`
+	Clusters   int              `yaml:"clusters"`
+	Cores      int              `yaml:"cores"`
+	Threads    int              `yaml:"threads"`
+	// Pin is auto, on or off: pin each vCPU thread to its own host CPU.
+	Pin string `yaml:"pin"`
+}
+
+// Shapes resolves every cpus × numa combination of the matrix for arch.
+func (m Matrix) Shapes(arch string) ([]topology.Shape, error) {
+	var out []topology.Shape
+	for _, cpus := range m.CPUs {
+		numa := m.NUMA
+		if len(numa) == 0 || m.NUMALayout != nil {
+			numa = []int{0}
+		}
+		for _, n := range numa {
+			s, err := topology.Resolve(arch, topology.Request{
+				CPUs: cpus, Sockets: m.Sockets, Clusters: m.Clusters, Cores: m.Cores, Threads: m.Threads,
+				Memory: m.Memory, NUMA: n, Layout: m.NUMALayout,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", arch, err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // ProducersFor is the producer counts a guest with cpus vCPUs runs.
@@ -318,8 +355,25 @@ func (l *Lab) validate(doc *yaml.Node) error {
 		}
 	}
 	for i, c := range m.CPUs {
-		if c < 1 || c > 512 {
-			return at(fmt.Sprintf("cpus %d: want 1..512", c), "matrix", "cpus", fmt.Sprint(i))
+		if c < 1 {
+			return at(fmt.Sprintf("cpus %d: want 1 or more", c), "matrix", "cpus", fmt.Sprint(i))
+		}
+	}
+	switch m.Pin {
+	case "", topology.PinAuto, topology.PinOn, topology.PinOff:
+	default:
+		return at(fmt.Sprintf("pin %q: want auto, on or off", m.Pin), "matrix", "pin")
+	}
+	for _, a := range m.Arch {
+		if _, err := m.Shapes(a); err != nil {
+			keys := []string{"matrix", "cpus"}
+			switch {
+			case m.NUMALayout != nil:
+				keys = []string{"matrix", "numa_layout"}
+			case len(m.NUMA) > 0:
+				keys = []string{"matrix", "numa"}
+			}
+			return at(err.Error(), keys...)
 		}
 	}
 	for i, b := range m.Benchmarks {

@@ -85,6 +85,14 @@ func TestParseErrors(t *testing.T) {
 		}, "benchmark kprobe-multi cannot run on arm64: needs CONFIG_FPROBE", 7},
 		{"icount with 2 cpus", func(s string) string { return s + "  measure: icount\n" }, "icount is only reliable with 1 vCPU", 12},
 		{"yaml syntax", func(s string) string { return s + "  boots: [\n" }, "", 0},
+		{"numa does not divide cpus", func(s string) string { return s + "  numa: [1, 4]\n" }, "2 vCPUs do not split evenly over 4 NUMA nodes: use 1 or 2 nodes, or 4 vCPUs", 12},
+		{"misspelt key in numa_layout", func(s string) string {
+			return s + "  numa_layout:\n    nodes:\n      - {cpus: 0, memroy: 512M}\n"
+		}, `unknown key "memroy"`, 14},
+		{"numa_layout leaves a CPU out", func(s string) string {
+			return s + "  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n"
+		}, "CPUs 1 are in no node", 12},
+		{"bad pin", func(s string) string { return s + "  pin: always\n" }, `pin "always": want auto, on or off`, 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := checkout(t)
@@ -120,6 +128,26 @@ func TestShippedLabs(t *testing.T) {
 		if _, err := Load(l); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestShapes(t *testing.T) {
+	root := checkout(t)
+	lab, err := Parse(filepath.Join(root, "labs", "t.yaml"), []byte(strings.Replace(good, "cpus: [2]", "cpus: [2, 16]", 1)+"  numa: [1, 2]\n  memory: 2G\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes, err := lab.Matrix.Shapes("x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range shapes {
+		got = append(got, s.String())
+	}
+	want := "2 vCPUs | 2 vCPUs (sockets=2,cores=1,threads=1), 2 NUMA nodes | 16 vCPUs | 16 vCPUs (sockets=2,cores=8,threads=1), 2 NUMA nodes"
+	if strings.Join(got, " | ") != want {
+		t.Errorf("shapes:\n got %s\nwant %s", strings.Join(got, " | "), want)
 	}
 }
 

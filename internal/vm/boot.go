@@ -9,22 +9,27 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/digitalocean/go-qemu/qmp"
+	"golang.org/x/sys/unix"
 
 	"lab/initramfs/protocol"
+	"lab/internal/topology"
 )
 
 // Outcome is what one boot produced. It is filled in as far as the boot got,
 // even when Boot returns an error.
 type Outcome struct {
-	QEMU        string            `json:"qemu"`         // binary
-	Args        []string          `json:"args"`         // full command line
-	QEMUVersion string            `json:"qemu_version"` // from QMP
-	VCPUs       []VCPU            `json:"vcpus"`        // from query-cpus-fast
+	QEMU        string            `json:"qemu"`              // binary
+	Args        []string          `json:"args"`              // full command line
+	QEMUVersion string            `json:"qemu_version"`      // from QMP
+	VCPUs       []VCPU            `json:"vcpus"`             // from query-cpus-fast
+	Memdevs     []topology.Memdev `json:"memdevs,omitempty"` // from query-memdev
+	Pinned      []int             `json:"pinned,omitempty"`  // host CPU of each vCPU thread
 	Records     []protocol.Record `json:"-"`
 	Wall        time.Duration     `json:"wall_ns"`     // QEMU start to exit
 	ToAgent     time.Duration     `json:"to_agent_ns"` // QEMU start to the agent's first record
@@ -37,10 +42,11 @@ type VCPU struct {
 	Index    int `json:"cpu-index"`
 	ThreadID int `json:"thread-id"`
 	Props    struct {
-		Socket int `json:"socket-id"`
-		Core   int `json:"core-id"`
-		Thread int `json:"thread-id"`
-		Node   int `json:"node-id"`
+		Socket  int `json:"socket-id"`
+		Cluster int `json:"cluster-id"`
+		Core    int `json:"core-id"`
+		Thread  int `json:"thread-id"`
+		Node    int `json:"node-id"`
 	} `json:"props"`
 	Target string `json:"target"`
 }
@@ -105,6 +111,17 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	if err := c.checkVCPUs(mon, out); err != nil {
 		return out, err
+	}
+	if len(c.Shape.Nodes) > 0 {
+		if out.Memdevs, err = queryMemdevs(mon); err != nil {
+			return out, c.bootError(fmt.Sprintf("QMP query-memdev: %v", err))
+		}
+	}
+	if c.Pin != nil {
+		if err := pin(out.VCPUs, c.Pin); err != nil {
+			return out, fmt.Errorf("pin vCPU threads: %w", err)
+		}
+		out.Pinned = c.Pin
 	}
 	progress(fmt.Sprintf("running, %d vCPUs confirmed over QMP", len(out.VCPUs)))
 
@@ -205,8 +222,55 @@ func (c Config) checkVCPUs(mon *qmp.SocketMonitor, out *Outcome) error {
 		return fmt.Errorf("QMP query-cpus-fast: %w", err)
 	}
 	out.VCPUs = resp.Return
-	if len(resp.Return) != c.CPUs {
-		return c.bootError(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.CPUs))
+	if len(resp.Return) != c.Shape.CPUs {
+		return c.bootError(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.Shape.CPUs))
+	}
+	return nil
+}
+
+// QMPCPUs is the QMP view of the vCPUs, for topology.Verify.
+func (o *Outcome) QMPCPUs() []topology.QMPCPU {
+	var out []topology.QMPCPU
+	for _, v := range o.VCPUs {
+		out = append(out, topology.QMPCPU{Index: v.Index, Socket: v.Props.Socket, Cluster: v.Props.Cluster,
+			Core: v.Props.Core, Thread: v.Props.Thread, Node: v.Props.Node})
+	}
+	return out
+}
+
+func queryMemdevs(mon *qmp.SocketMonitor) ([]topology.Memdev, error) {
+	raw, err := mon.Run([]byte(`{"execute":"query-memdev"}`))
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Return []struct {
+			ID   string `json:"id"`
+			Size int64  `json:"size"`
+		} `json:"return"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, err
+	}
+	var out []topology.Memdev
+	for _, m := range resp.Return {
+		out = append(out, topology.Memdev{ID: m.ID, SizeMiB: m.Size >> 20})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// pin binds each vCPU's host thread to its host CPU.
+func pin(vcpus []VCPU, plan []int) error {
+	for _, v := range vcpus {
+		if v.Index >= len(plan) {
+			return fmt.Errorf("vCPU %d has no host CPU in the plan", v.Index)
+		}
+		var set unix.CPUSet
+		set.Set(plan[v.Index])
+		if err := unix.SchedSetaffinity(v.ThreadID, &set); err != nil {
+			return fmt.Errorf("vCPU %d (thread %d) to host CPU %d: %w", v.Index, v.ThreadID, plan[v.Index], err)
+		}
 	}
 	return nil
 }

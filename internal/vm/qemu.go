@@ -9,6 +9,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/topology"
 )
 
 // Clock modes.
@@ -22,13 +23,15 @@ type Config struct {
 	Arch    arch.Arch
 	Kernel  string
 	Initrd  string
-	CPUs    int
-	Memory  string // QEMU -m syntax, e.g. "1G"
+	Shape   topology.Shape // vCPUs, sockets..., memory, NUMA nodes
 	Accel   Accel
 	Clock   string // ClockWall or ClockICount
 	Job     protocol.Job
 	Dir     string // where console.log and results.jsonl go
 	QMPPath string // unix socket; short, because of sun_path's 108 bytes
+	// Pin maps vCPU i to host CPU Pin[i] once QMP names the vCPU threads;
+	// nil: not pinned.
+	Pin []int
 }
 
 // ConsoleLog is the path of the boot's console log.
@@ -61,15 +64,15 @@ func (c Config) Cmdline() (string, error) {
 
 // Args builds QEMU's command line (without the binary).
 func (c Config) Args() ([]string, error) {
-	if c.CPUs < 1 {
-		return nil, fmt.Errorf("vCPUs %d: want at least 1", c.CPUs)
+	if c.Shape.CPUs < 1 {
+		return nil, fmt.Errorf("vCPUs %d: want at least 1", c.Shape.CPUs)
 	}
 	if c.Clock == ClockICount {
 		if c.Accel.Name != TCG {
 			return nil, fmt.Errorf("icount needs TCG, not %s", c.Accel.Name)
 		}
-		if c.CPUs != 1 {
-			return nil, fmt.Errorf("icount with %d vCPUs: only 1 vCPU is reliable (2 of 8 two-vCPU boots stalled when measured)", c.CPUs)
+		if c.Shape.CPUs != 1 {
+			return nil, fmt.Errorf("icount with %d vCPUs: only 1 vCPU is reliable (2 of 8 two-vCPU boots stalled when measured)", c.Shape.CPUs)
 		}
 	}
 	cmdline, err := c.Cmdline()
@@ -89,9 +92,8 @@ func (c Config) Args() ([]string, error) {
 	default:
 		args = append(args, "-accel", "tcg,thread=multi")
 	}
+	args = append(args, c.Shape.Args()...)
 	args = append(args,
-		"-smp", fmt.Sprint(c.CPUs),
-		"-m", c.Memory,
 		"-kernel", c.Kernel,
 		"-initrd", c.Initrd,
 		"-append", cmdline,

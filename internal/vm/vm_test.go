@@ -10,6 +10,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/topology"
 )
 
 func mustArch(t *testing.T, name string) arch.Arch {
@@ -58,7 +59,8 @@ func TestArgs(t *testing.T) {
 	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
 	tcg, kvm := Accel{Name: TCG}, Accel{Name: KVM}
 	base := func(a arch.Arch, cpus int, accel Accel, clock string) Config {
-		return Config{Arch: a, Kernel: "/k/Image", Initrd: "/k/initrd.cpio", CPUs: cpus, Memory: "1G",
+		return Config{Arch: a, Kernel: "/k/Image", Initrd: "/k/initrd.cpio",
+			Shape: topology.Shape{CPUs: cpus, Sockets: 1, Clusters: 1, Cores: cpus, Threads: 1, MemoryMiB: 1024},
 			Accel: accel, Clock: clock, Dir: "/r/boot1", QMPPath: "/tmp/q.sock",
 			Job: protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}}
 	}
@@ -70,14 +72,14 @@ func TestArgs(t *testing.T) {
 		wantErr string
 	}{
 		{"x86 tcg wall", base(x86, 2, tcg, ClockWall),
-			[]string{"-M q35", "-cpu max", "-accel tcg,thread=multi", "-smp 2", "-m 1G", "-kernel /k/Image", "-serial chardev:con",
+			[]string{"-M q35", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
 				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
 				"-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
 			[]string{"-icount"}, ""},
 		{"arm64 tcg", base(arm, 4, tcg, ClockWall),
-			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4"}, nil, ""},
+			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1"}, nil, ""},
 		{"icount", base(x86, 1, tcg, ClockICount),
-			[]string{"-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1"}, []string{"tcg,thread=multi"}, ""},
+			[]string{"-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1"}, []string{"tcg,thread=multi"}, ""},
 		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
 		{"icount with 2 vCPUs", base(x86, 2, tcg, ClockICount), nil, nil, "only 1 vCPU"},
 		{"icount under kvm", base(x86, 1, kvm, ClockICount), nil, nil, "icount needs TCG"},
