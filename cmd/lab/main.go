@@ -11,10 +11,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lab/internal/initramfs"
 	"lab/internal/report"
@@ -25,7 +28,15 @@ import (
 
 const usage = `usage:
   lab run LAB.yaml [flags]     build, boot and measure baseline against patched
+  lab report RUN-DIR [flags]   regenerate every report of a saved run from its results.json
+  lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
   lab table RUN-DIR            print the table of a saved run again
+
+report and compare flags:
+  -out DIR                  where the reports go (default RUN-DIR/report, or ./compare-A-B)
+  -variant V                compare: which variant of each run (default patched)
+  -fail-on-regression       exit 3 when a non-control row is significantly slower
+  -require-claims           exit 4 unless every claim of the lab is reproduced
 
 run flags (they override the lab file):
 `
@@ -43,6 +54,10 @@ func main() {
 		err = cmdRun(ctx, os.Args[2:])
 	case "table":
 		err = cmdTable(os.Args[2:])
+	case "report":
+		err = cmdReport(os.Args[2:])
+	case "compare":
+		err = cmdCompare(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		runFlags(flag.NewFlagSet("run", flag.ContinueOnError)).fs.PrintDefaults()
@@ -52,6 +67,10 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
+		var ge *gateError
+		if errors.As(err, &ge) {
+			os.Exit(ge.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -72,6 +91,8 @@ type flags struct {
 	jobs      *int
 	only      *string
 	noCtl     *bool
+	failReg   *bool
+	reqClaims *bool
 	numa      *string
 	sockets   *int
 	clusters  *int
@@ -103,6 +124,8 @@ func runFlags(fs *flag.FlagSet) flags {
 		jobs:      fs.Int("j", 0, "make -j for kernel builds (default: host CPUs)"),
 		only:      fs.String("only", "", "boot only this variant (baseline or patched): for soak and debugging runs"),
 		noCtl:     fs.Bool("no-controls", false, "do not add the usermode-count and syscall-count controls to each boot"),
+		failReg:   fs.Bool("fail-on-regression", false, "exit 3 when a non-control row is significantly slower"),
+		reqClaims: fs.Bool("require-claims", false, "exit 4 unless every claim of the lab is reproduced"),
 		numa:      fs.String("numa", "", "NUMA node counts, comma-separated: each splits vCPUs and memory evenly (1: no NUMA)"),
 		sockets:   fs.Int("sockets", 0, "sockets (default: one per NUMA node)"),
 		clusters:  fs.Int("clusters", 0, "clusters per socket (arm64)"),
@@ -166,7 +189,165 @@ func cmdRun(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "lab: results so far are in %s\n", dir)
 		}
 	}
-	return err
+	if res == nil || dir == "" {
+		return err
+	}
+	d := report.Build(res, dir, res.LabVersion)
+	files, ferr := report.Files(d, res)
+	if ferr == nil {
+		var paths []string
+		if paths, ferr = report.Write(filepath.Join(dir, "report"), files); ferr == nil {
+			fmt.Printf("reports: %s\n", strings.Join(paths, " "))
+			printClaims(d)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return gate(d, *f.failReg, *f.reqClaims)
+}
+
+// gateError is a run or report that CI should fail, with its exit code.
+type gateError struct {
+	code int
+	msg  string
+}
+
+func (e *gateError) Error() string { return e.msg }
+
+// gate turns --fail-on-regression and --require-claims into exit codes.
+func gate(d *report.Document, failReg, reqClaims bool) error {
+	if failReg {
+		if reg := report.Regressions(d.Tables); len(reg) > 0 {
+			return &gateError{3, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
+		}
+	}
+	if reqClaims {
+		if ok, bad := report.ClaimsOK(d.Claims); !ok {
+			return &gateError{4, "claims not reproduced:\n  " + strings.Join(bad, "\n  ")}
+		}
+	}
+	return nil
+}
+
+func printClaims(d *report.Document) {
+	for _, c := range d.Claims {
+		fmt.Printf("claim: %s: %s\n", report.ClaimText(c.Claim), strings.ToUpper(c.Verdict))
+	}
+}
+
+type reportFlags struct {
+	out       *string
+	variant   *string
+	failReg   *bool
+	reqClaims *bool
+}
+
+func newReportFlags(fs *flag.FlagSet) reportFlags {
+	return reportFlags{
+		out:       fs.String("out", "", "where the reports go"),
+		variant:   fs.String("variant", "patched", "compare: the variant of each run"),
+		failReg:   fs.Bool("fail-on-regression", false, "exit 3 when a non-control row is significantly slower"),
+		reqClaims: fs.Bool("require-claims", false, "exit 4 unless every claim of the lab is reproduced"),
+	}
+}
+
+func loadRun(dir string) (*results.Run, error) {
+	return results.Load(filepath.Join(dir, "results.json"))
+}
+
+// cmdReport regenerates every output of a saved run from results.json alone.
+func cmdReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	f := newReportFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("report takes one run directory, got %d", len(pos))
+	}
+	r, err := loadRun(pos[0])
+	if err != nil {
+		return err
+	}
+	d := report.Build(r, pos[0], version())
+	return emit(d, r, *f.out, filepath.Join(pos[0], "report"), f)
+}
+
+// cmdCompare sets one variant of run A against the same variant of run B.
+func cmdCompare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	f := newReportFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("compare takes two run directories, got %d", len(pos))
+	}
+	a, err := loadRun(pos[0])
+	if err != nil {
+		return err
+	}
+	b, err := loadRun(pos[1])
+	if err != nil {
+		return err
+	}
+	d := report.BuildCompare(a, b, pos[0], pos[1], *f.variant, version())
+	if len(d.Tables) == 0 {
+		return fmt.Errorf("no %s boots in %s and %s", *f.variant, pos[0], pos[1])
+	}
+	def := fmt.Sprintf("compare-%s-%s", a.RunID, b.RunID)
+	return emit(d, nil, *f.out, def, f)
+}
+
+func emit(d *report.Document, r *results.Run, out, def string, f reportFlags) error {
+	if out == "" {
+		out = def
+	}
+	files, err := report.Files(d, r)
+	if err != nil {
+		return err
+	}
+	paths, err := report.Write(out, files)
+	if err != nil {
+		return err
+	}
+	fmt.Print(report.Text(d.Lab, d.Tables, isTerminal(os.Stdout)))
+	printClaims(d)
+	fmt.Printf("reports: %s\n", strings.Join(paths, " "))
+	return gate(d, *f.failReg, *f.reqClaims)
+}
+
+// isTerminal reports whether f is a terminal: colour only there.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// version is lab's own version, from the build information.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "-dirty"
+				}
+			}
+		}
+		if len(rev) > 7 {
+			return rev[:7] + dirty
+		}
+	}
+	return "unknown"
 }
 
 // override applies command-line flags on top of the lab file.

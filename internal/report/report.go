@@ -5,6 +5,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,41 +14,68 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/spec"
+	"lab/internal/stats"
 	"lab/internal/vm"
 )
 
 // Shape identifies one table: everything that must be equal between the
 // compared boots.
 type Shape struct {
-	Arch     string
-	CPUs     int
-	Topology string // "16 vCPUs (sockets=4,...), 4 NUMA nodes"
-	Accel    string
-	Clock    string
-	Caveats  string // "; "-joined: oversubscription, emulated NUMA
+	Arch     string `json:"arch"`
+	CPUs     int    `json:"cpus"`
+	Topology string `json:"topology"` // "16 vCPUs (sockets=4,...), 4 NUMA nodes"
+	Accel    string `json:"accel"`
+	Clock    string `json:"clock"`
+	Caveats  string `json:"caveats,omitempty"` // "; "-joined: oversubscription, emulated NUMA
 }
+
+// Metrics of a row.
+const (
+	MetricRate    = "rate"    // hits/s, one observation per boot
+	MetricScaling = "scaling" // rate(P)/rate(1) within each boot
+)
 
 // Row is one benchmark at one producer count.
 type Row struct {
-	Benchmark string
-	Producers int
-	Variants  map[string]Summary // by variant
+	Benchmark string             `json:"benchmark"`
+	Producers int                `json:"producers"`
+	Metric    string             `json:"metric"`
+	Control   bool               `json:"control"` // a control benchmark: no series should move it
+	Variants  map[string]Summary `json:"variants"`
+	Change    stats.Change       `json:"change"`
+}
+
+// Name is the row's name in reports: "uprobe-nop" or "uprobe-nop p2/p1".
+func (r Row) Name() string {
+	if r.Metric == MetricScaling {
+		return fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)
+	}
+	return r.Benchmark
 }
 
 // Summary is a variant's figures: one observation per boot (the boot's mean
 // rate; samples inside a boot are correlated, boots are not).
 type Summary struct {
-	PerBoot []float64 // hits/s
-	Mean    float64
-	Stddev  float64 // sample standard deviation across boots
-	Missing []string
+	PerBoot []float64     `json:"per_boot"` // hits/s, or ratios for scaling rows
+	Mean    float64       `json:"mean"`
+	Stddev  float64       `json:"stddev"` // sample standard deviation across boots
+	Stats   stats.Summary `json:"stats"`  // n, median and its 95 % CI
+	Missing []string      `json:"missing,omitempty"`
 }
 
 // Table is the comparison for one shape.
 type Table struct {
-	Shape Shape
-	Boots map[string]int // boots that delivered results, by variant
-	Rows  []Row
+	Shape Shape          `json:"shape"`
+	Boots map[string]int `json:"boots"` // boots that delivered results, by variant
+	Rows  []Row          `json:"rows"`
+	// Scaling rows compare within-boot ratios rate(P)/rate(1).
+	Scaling []Row `json:"scaling,omitempty"`
+	// FloorPct is the smallest change this table can resolve (icount: from
+	// the controls' spread and change); 0 under the wall clock.
+	FloorPct float64 `json:"floor_pct,omitempty"`
+	// Drift warns when a control moved between the variants (wall clock).
+	Drift []string `json:"drift,omitempty"`
 }
 
 // Tables groups a run's boots by shape and summarises them.
@@ -55,11 +83,7 @@ func Tables(r *results.Run) []Table {
 	byShape := map[Shape]*Table{}
 	var order []Shape
 	for _, b := range r.Boots {
-		s := Shape{Arch: b.Arch, CPUs: b.CPUs, Topology: fmt.Sprintf("%d vCPU%s", b.CPUs, plural(b.CPUs)),
-			Accel: b.Accel.Name, Clock: b.Clock, Caveats: strings.Join(b.Caveats, "; ")}
-		if b.Shape != nil {
-			s.Topology = b.Shape.String()
-		}
+		s := shapeOf(b)
 		t, ok := byShape[s]
 		if !ok {
 			t = &Table{Shape: s, Boots: map[string]int{}}
@@ -88,12 +112,7 @@ func Tables(r *results.Run) []Table {
 	var out []Table
 	for _, s := range order {
 		t := byShape[s]
-		for i := range t.Rows {
-			for v, sum := range t.Rows[i].Variants {
-				sum.Mean, sum.Stddev = meanStddev(sum.PerBoot)
-				t.Rows[i].Variants[v] = sum
-			}
-		}
+		t.Scaling = scalingRows(r, s)
 		// Benchmarks in the lab's order (the order boots ran them), producer
 		// counts ascending within each.
 		first := map[string]int{}
@@ -108,9 +127,107 @@ func Tables(r *results.Run) []Table {
 			}
 			return t.Rows[i].Producers < t.Rows[j].Producers
 		})
+		t.finish()
 		out = append(out, *t)
 	}
 	return out
+}
+
+// finish computes every summary and change: controls first, since under
+// icount their spread sets the floor the other rows are judged against.
+func (t *Table) finish() {
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for i := range rows {
+			rows[i].Control = slices.Contains(spec.ControlBenchmarks, rows[i].Benchmark)
+			for v, sum := range rows[i].Variants {
+				sum.Mean, sum.Stddev = meanStddev(sum.PerBoot)
+				sum.Stats = stats.Summarize(sum.PerBoot)
+				rows[i].Variants[v] = sum
+			}
+		}
+	}
+	if t.Shape.Clock == vm.ClockICount {
+		t.FloorPct = icountFloor(t.Rows)
+	}
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for i := range rows {
+			r := &rows[i]
+			r.Change = stats.Compare(r.Variants["baseline"].PerBoot, r.Variants["patched"].PerBoot, t.FloorPct)
+		}
+	}
+	if t.Shape.Clock != vm.ClockICount {
+		for _, r := range t.Rows {
+			// Host drift moves every rate alike; a control that moved by
+			// more than a few percent says how much of any change may be it.
+			if r.Control && len(r.Variants["baseline"].PerBoot) > 0 && len(r.Variants["patched"].PerBoot) > 0 && math.Abs(r.Change.Pct) >= DriftPct {
+				t.Drift = append(t.Drift, fmt.Sprintf("control %s p=%d moved %+.1f %% (p=%.3f) between the variants: changes of that size in this table may be host drift, not the series; the scaling ratios are less exposed to it",
+					r.Benchmark, r.Producers, r.Change.Pct, r.Change.P))
+			}
+		}
+	}
+}
+
+// DriftPct is how far a control may move under the wall clock before the
+// table warns of host drift.
+const DriftPct = 3.0
+
+// icountFloor is the smallest change an icount table resolves: three times
+// the largest relative spread or change of any control, at least 0.01 %.
+// Under icount boots repeat to ~0.01 %, so a U test alone would call a
+// 0.02 % ordering significant.
+func icountFloor(rows []Row) float64 {
+	floor := 0.01
+	for _, r := range rows {
+		if !r.Control {
+			continue
+		}
+		b, p := stats.Summarize(r.Variants["baseline"].PerBoot), stats.Summarize(r.Variants["patched"].PerBoot)
+		c := stats.Compare(b.Values, p.Values, 0)
+		floor = math.Max(floor, 3*math.Max(math.Abs(c.Pct), 100*math.Max(b.CV(), p.CV())))
+	}
+	return floor
+}
+
+// scalingRows gathers each boot's within-boot ratios (results.Boot.Ratios)
+// for one shape.
+func scalingRows(r *results.Run, s Shape) []Row {
+	var rows []Row
+	find := func(bench string, p int) *Row {
+		for i := range rows {
+			if rows[i].Benchmark == bench && rows[i].Producers == p {
+				return &rows[i]
+			}
+		}
+		rows = append(rows, Row{Benchmark: bench, Producers: p, Metric: MetricScaling, Variants: map[string]Summary{}})
+		return &rows[len(rows)-1]
+	}
+	for _, b := range r.Boots {
+		if !b.OK() || shapeOf(b) != s {
+			continue
+		}
+		// In the boot's own benchmark order.
+		for _, res := range b.Results {
+			key := fmt.Sprintf("%s p%d/p1", res.Benchmark, res.Producers)
+			v, ok := b.Ratios[key]
+			if !ok {
+				continue
+			}
+			row := find(res.Benchmark, res.Producers)
+			sum := row.Variants[b.Variant]
+			sum.PerBoot = append(sum.PerBoot, v)
+			row.Variants[b.Variant] = sum
+		}
+	}
+	return rows
+}
+
+func shapeOf(b results.Boot) Shape {
+	s := Shape{Arch: b.Arch, CPUs: b.CPUs, Topology: fmt.Sprintf("%d vCPU%s", b.CPUs, plural(b.CPUs)),
+		Accel: b.Accel.Name, Clock: b.Clock, Caveats: strings.Join(b.Caveats, "; ")}
+	if b.Shape != nil {
+		s.Topology = b.Shape.String()
+	}
+	return s
 }
 
 func (t *Table) row(bench string, p int) *Row {
@@ -119,7 +236,7 @@ func (t *Table) row(bench string, p int) *Row {
 			return &t.Rows[i]
 		}
 	}
-	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Variants: map[string]Summary{}})
+	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Metric: MetricRate, Variants: map[string]Summary{}})
 	return &t.Rows[len(t.Rows)-1]
 }
 
@@ -171,8 +288,12 @@ func plural(n int) string {
 	return "s"
 }
 
-// Render draws the tables as text.
-func Render(lab string, tables []Table) string {
+// Render draws the tables as text, without colour.
+func Render(lab string, tables []Table) string { return Text(lab, tables, false) }
+
+// Text draws the tables for a terminal; color marks significant changes
+// (only when writing to a terminal).
+func Text(lab string, tables []Table, color bool) string {
 	var b strings.Builder
 	for i, t := range tables {
 		if i > 0 {
@@ -181,12 +302,13 @@ func Render(lab string, tables []Table) string {
 		b.WriteString(Header(lab, t) + "\n")
 		tw := table.NewWriter()
 		tw.SetStyle(plainStyle())
-		tw.AppendHeader(table.Row{"benchmark", "producers", "baseline M/s", "patched M/s", "Δ"})
+		tw.AppendHeader(table.Row{"benchmark", "producers", "baseline M/s", "patched M/s", "Δ [95% CI]", "p"})
 		tw.SetColumnConfigs([]table.ColumnConfig{
 			{Number: 2, Align: text.AlignRight},
 			{Number: 3, Align: text.AlignRight},
 			{Number: 4, Align: text.AlignRight},
 			{Number: 5, Align: text.AlignRight},
+			{Number: 6, Align: text.AlignRight},
 		})
 		// icount repeats to about 0.01 %: show enough digits to see it.
 		digits := 3
@@ -196,19 +318,95 @@ func Render(lab string, tables []Table) string {
 		var notes []string
 		for _, r := range t.Rows {
 			base, pat := r.Variants["baseline"], r.Variants["patched"]
-			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers, digits), cell(pat, r.Producers, digits), delta(base, pat, digits)})
+			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers, digits), cell(pat, r.Producers, digits),
+				paint(deltaCI(r, digits), r.Change, color), pCell(r.Change)})
 			for _, v := range []string{"baseline", "patched"} {
 				for _, m := range r.Variants[v].Missing {
 					notes = append(notes, fmt.Sprintf("%s p=%d %s: %s", r.Benchmark, r.Producers, v, m))
 				}
 			}
 		}
+		if len(t.Scaling) > 0 {
+			tw.AppendSeparator()
+			for _, r := range t.Scaling {
+				base, pat := r.Variants["baseline"], r.Variants["patched"]
+				tw.AppendRow(table.Row{r.Benchmark + " scaling", fmt.Sprintf("p%d/p1", r.Producers), ratioCell(base), ratioCell(pat),
+					paint(deltaCI(r, 3), r.Change, color), pCell(r.Change)})
+			}
+		}
 		b.WriteString(tw.Render() + "\n")
+		for _, n := range Notes(t) {
+			b.WriteString("  " + n + "\n")
+		}
 		for _, n := range notes {
 			b.WriteString("  note: " + n + "\n")
 		}
 	}
 	return b.String()
+}
+
+// Notes explain how to read a table: significance, floor, drift.
+func Notes(t Table) []string {
+	var out []string
+	minN := stats.MinN()
+	if t.Boots["baseline"] < minN || t.Boots["patched"] < minN {
+		out = append(out, fmt.Sprintf("note: %d+%d boots cannot show any change as significant (p < %.2f needs %d boots per variant): every row is ~",
+			t.Boots["baseline"], t.Boots["patched"], stats.Alpha, minN))
+	} else {
+		out = append(out, fmt.Sprintf("p: two-sided Mann-Whitney U over boots (one observation per boot); ~ = not significant at %.2f", stats.Alpha))
+	}
+	if t.FloorPct > 0 {
+		out = append(out, fmt.Sprintf("icount: changes within %.3f %% (3× the controls' spread and change) count as ~, whatever p says", t.FloorPct))
+	}
+	for _, d := range t.Drift {
+		out = append(out, "drift: "+d)
+	}
+	return out
+}
+
+func deltaCI(r Row, digits int) string {
+	base, pat := r.Variants["baseline"], r.Variants["patched"]
+	if len(base.PerBoot) == 0 || len(pat.PerBoot) == 0 || base.Mean == 0 {
+		return "–"
+	}
+	d := digits - 2
+	if len(base.PerBoot) < 2 && len(pat.PerBoot) < 2 {
+		return fmt.Sprintf("%+.*f %%", d, r.Change.Pct)
+	}
+	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f]", d, r.Change.Pct, d, r.Change.Lo, d, r.Change.Hi)
+}
+
+func pCell(c stats.Change) string {
+	if c.Why == "no observations" {
+		return ""
+	}
+	if c.Verdict == stats.Same {
+		return fmt.Sprintf("%.3f ~", c.P)
+	}
+	return fmt.Sprintf("%.3f  ", c.P)
+}
+
+func paint(s string, c stats.Change, color bool) string {
+	if !color {
+		return s
+	}
+	switch c.Verdict {
+	case stats.Faster:
+		return text.FgGreen.Sprint(s)
+	case stats.Slower:
+		return text.FgRed.Sprint(s)
+	}
+	return s
+}
+
+func ratioCell(s Summary) string {
+	if len(s.PerBoot) == 0 {
+		return "–"
+	}
+	if len(s.PerBoot) < 2 {
+		return fmt.Sprintf("%.3f", s.Mean)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", s.Mean, s.Stddev)
 }
 
 func cell(s Summary, producers, digits int) string {
@@ -226,13 +424,6 @@ func cell(s Summary, producers, digits int) string {
 		sdText = fmt.Sprintf("%.2g", sd)
 	}
 	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m, digits), sdText, sig(m/float64(producers), digits))
-}
-
-func delta(base, pat Summary, digits int) string {
-	if len(base.PerBoot) == 0 || len(pat.PerBoot) == 0 || base.Mean == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%+.*f %%", digits-2, (pat.Mean/base.Mean-1)*100)
 }
 
 // sig prints digits decimals, or that many significant digits for small values.

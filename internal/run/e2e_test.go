@@ -103,6 +103,71 @@ func TestRunBothVariants(t *testing.T) {
 	}
 }
 
+// TestNUMAShapes boots NUMA guests and checks that both QEMU (QMP) and the
+// guest kernel saw the layout asked for: an arm64 guest with 4 nodes and an
+// x86_64 guest with 2 nodes on 2 sockets.
+func TestNUMAShapes(t *testing.T) {
+	e2e(t)
+	for _, tc := range []struct {
+		arch           string
+		cpus, numa     int
+		sockets        int
+		memory         string
+		wantNodeCPUs   []string
+		wantSocketsQMP int
+	}{
+		{"arm64", 16, 4, 0, "2G", []string{"0-3", "4-7", "8-11", "12-15"}, 4},
+		{"x86_64", 4, 2, 2, "1G", []string{"0-1", "2-3"}, 2},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			lab := smallLab(t, tc.arch)
+			m := &lab.Matrix
+			m.CPUs, m.NUMA, m.Sockets, m.Memory, m.Producers = []int{tc.cpus}, []int{tc.numa}, tc.sockets, tc.memory, []int{1}
+			m.Duration.Duration = time.Second
+			if err := lab.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			res, _, err := Run(context.Background(), Options{
+				Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
+				Command: []string{"go", "test"}, Out: &out, Only: source.Patched,
+			})
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, out.String())
+			}
+			b := res.Boots[0]
+			t.Logf("QEMU's view: %s", topology.QMPText(b.Outcome.QMPCPUs(), b.Outcome.Memdevs))
+			t.Logf("guest's view: %s", topology.GuestText(b.Hello))
+			if b.Shape == nil || len(b.Shape.Nodes) != tc.numa {
+				t.Fatalf("shape %+v", b.Shape)
+			}
+			// The run already verified both views; check the record too.
+			if len(b.Hello.Nodes) != tc.numa {
+				t.Fatalf("guest nodes %+v", b.Hello.Nodes)
+			}
+			for i, n := range b.Hello.Nodes {
+				if n.CPUs != tc.wantNodeCPUs[i] || n.MemTotalKiB == 0 {
+					t.Errorf("guest node %d: %+v, want CPUs %s", i, n, tc.wantNodeCPUs[i])
+				}
+			}
+			sockets := map[int]bool{}
+			for _, v := range b.Outcome.VCPUs {
+				sockets[v.Props.Socket] = true
+				if want := v.Index / (tc.cpus / tc.numa); v.Props.Node != want {
+					t.Errorf("QMP: vCPU %d in node %d, want %d", v.Index, v.Props.Node, want)
+				}
+			}
+			if len(sockets) != tc.wantSocketsQMP || len(b.Outcome.Memdevs) != tc.numa {
+				t.Errorf("QMP: %d sockets, memdevs %+v", len(sockets), b.Outcome.Memdevs)
+			}
+			if !strings.Contains(out.String(), fmt.Sprintf("%d NUMA nodes", tc.numa)) {
+				t.Errorf("the table does not show the nodes:\n%s", out.String())
+			}
+			t.Logf("boot to agent: %v", b.Outcome.ToAgent)
+		})
+	}
+}
+
 func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 	t.Helper()
 	if !res.Complete {

@@ -93,19 +93,26 @@ func TestDeadline(t *testing.T) {
 	arm, _ := arch.Lookup("arm64")
 	tcg := vm.Accel{Name: vm.TCG}
 	job := protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}
-	small := Deadline(x86, 2, tcg, vm.ClockWall, job)
-	if small < 60*time.Second || small > 5*time.Minute {
-		t.Errorf("2 vCPUs: %v", small)
+	boot, quiet := Deadline(x86, 2, tcg, vm.ClockWall, job)
+	if boot < 60*time.Second || boot > 5*time.Minute || quiet < 12*time.Second {
+		t.Errorf("2 vCPUs: boot %v, quiet %v", boot, quiet)
 	}
-	if big := Deadline(x86, 96, tcg, vm.ClockWall, job); big < 226*time.Second {
-		t.Errorf("x86 96 vCPUs took 226 s to boot when measured; deadline %v", big)
+	// Measured here: x86_64 96 vCPUs 335 s to the agent, arm64 70 s.
+	if big, _ := Deadline(x86, 96, tcg, vm.ClockWall, job); big < 335*time.Second {
+		t.Errorf("x86 96 vCPUs took 335 s to boot when measured; deadline %v", big)
 	}
-	if Deadline(arm, 96, tcg, vm.ClockWall, job) >= Deadline(x86, 96, tcg, vm.ClockWall, job) {
-		t.Error("arm64 boots many vCPUs faster than x86_64 under TCG")
+	armBoot, armQuiet := Deadline(arm, 96, tcg, vm.ClockWall, job)
+	x86Boot, _ := Deadline(x86, 96, tcg, vm.ClockWall, job)
+	if armBoot >= x86Boot || armBoot < 70*time.Second {
+		t.Errorf("arm64 96 vCPUs: %v (x86_64 %v); measured 70 s", armBoot, x86Boot)
+	}
+	// Oversubscribed: a guest second takes many host seconds.
+	if armQuiet < 4*quiet {
+		t.Errorf("96 vCPUs on a small host: quiet %v, 2 vCPUs %v", armQuiet, quiet)
 	}
 	long := job
 	long.DurationS = 600
-	if d := Deadline(x86, 2, tcg, vm.ClockWall, long); d < 600*time.Second {
+	if _, d := Deadline(x86, 2, tcg, vm.ClockWall, long); d < 600*time.Second {
 		t.Errorf("a 600 s benchmark gets a %v deadline", d)
 	}
 }

@@ -167,7 +167,23 @@ type Claim struct {
 	Producers []int  `yaml:"producers"`
 	Direction string `yaml:"direction"` // "faster" or "slower"
 	Min       string `yaml:"min"`       // optional minimum size, e.g. "2%"
-	Note      string `yaml:"note"`
+	// Scaling judges the within-boot ratio rate(P)/rate(1) instead of the
+	// rate itself: what a scalability claim says, and what survives the
+	// boot-to-boot drift of an emulated machine.
+	Scaling bool   `yaml:"scaling"`
+	Note    string `yaml:"note"`
+}
+
+// MinPct is the claim's minimum size in percent (0 when none).
+func (c Claim) MinPct() (float64, error) {
+	if c.Min == "" {
+		return 0, nil
+	}
+	var v float64
+	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimSpace(c.Min), "%"), "%g", &v); err != nil || v < 0 {
+		return 0, fmt.Errorf("min %q: want a percentage like 2%%", c.Min)
+	}
+	return v, nil
 }
 
 // Duration is a time.Duration written as "5s" in YAML.
@@ -431,6 +447,12 @@ func (l *Lab) validate(doc *yaml.Node) error {
 	for i, c := range l.Claims {
 		if !contains(Known, c.Benchmark) {
 			return at(fmt.Sprintf("claim: unknown benchmark %q", c.Benchmark), "claims", fmt.Sprint(i), "benchmark")
+		}
+		if _, err := c.MinPct(); err != nil {
+			return at("claim: "+err.Error(), "claims", fmt.Sprint(i), "min")
+		}
+		if c.Scaling && len(c.Producers) > 0 && c.Producers[0] == 1 && len(c.Producers) == 1 {
+			return at("claim: scaling compares P producers against 1: give producers above 1", "claims", fmt.Sprint(i), "producers")
 		}
 		if c.Direction != "faster" && c.Direction != "slower" {
 			return at(fmt.Sprintf("claim: direction %q: want faster or slower", c.Direction), "claims", fmt.Sprint(i), "direction")

@@ -62,8 +62,11 @@ func (e *BootError) Error() string {
 	return fmt.Sprintf("%s; console (%s), last lines:\n    %s", e.Reason, e.Log, strings.Join(e.Console, "\n    "))
 }
 
-// Boot runs one guest to completion or to its deadline. Cancelling ctx stops
-// QEMU as well; no QEMU outlives Boot.
+// Boot runs one guest to completion or until it stalls: deadline is how long
+// the guest may take to send its first record, and then how long it may go
+// quiet between records (c.Quiet when set), so that a slow but working guest
+// (many oversubscribed vCPUs) is not cut off while a hung one is.
+// Cancelling ctx stops QEMU as well; no QEMU outlives Boot.
 func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(string)) (*Outcome, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -78,8 +81,12 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
 	os.Remove(c.QMPPath)
 	os.Remove(c.ResultsPath())
-	bctx, cancel := context.WithTimeout(ctx, deadline)
+	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	quiet := deadline
+	if c.Quiet > 0 {
+		quiet = c.Quiet
+	}
 	cmd := exec.Command(c.Arch.QEMU, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -101,7 +108,9 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		os.Remove(c.QMPPath)
 	}()
 
-	mon, err := connectQMP(bctx, c.QMPPath, exited)
+	qctx, qcancel := context.WithTimeout(bctx, deadline)
+	mon, err := connectQMP(qctx, c.QMPPath, exited)
+	qcancel()
 	if err != nil {
 		return out, c.bootError(fmt.Sprintf("QMP: %v; qemu: %s", err, strings.TrimSpace(stderr.String())))
 	}
@@ -128,26 +137,38 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var exitErr error
+	// Signs of life: the results port growing.
+	lastSize, lastLife, limit := int64(0), time.Now(), deadline
+	stalled := func(why string) (*Outcome, error) {
+		stop(mon, exited, cmd)
+		out.Wall = time.Since(start)
+		out.Records, _ = ReadRecords(c.ResultsPath())
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+		}
+		return out, c.bootError(why)
+	}
 wait:
 	for {
 		select {
 		case exitErr = <-exited:
 			break wait
 		case <-tick.C:
-			if out.ToAgent == 0 {
-				if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > 0 {
+			if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > lastSize {
+				lastSize, lastLife, limit = fi.Size(), time.Now(), quiet
+				if out.ToAgent == 0 {
 					out.ToAgent = time.Since(start)
 					progress(fmt.Sprintf("agent up after %.1fs", out.ToAgent.Seconds()))
 				}
 			}
-		case <-bctx.Done():
-			stop(mon, exited, cmd)
-			out.Wall = time.Since(start)
-			out.Records, _ = ReadRecords(c.ResultsPath())
-			if ctx.Err() != nil {
-				return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+			if time.Since(lastLife) > limit {
+				if out.ToAgent == 0 {
+					return stalled(fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit))
+				}
+				return stalled(fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit))
 			}
-			return out, c.bootError(fmt.Sprintf("deadline of %v passed: guest hung or too slow", deadline))
+		case <-bctx.Done():
+			return stalled("interrupted")
 		}
 	}
 	out.Wall = time.Since(start)

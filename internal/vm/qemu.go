@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
@@ -29,6 +30,9 @@ type Config struct {
 	Job     protocol.Job
 	Dir     string // where console.log and results.jsonl go
 	QMPPath string // unix socket; short, because of sun_path's 108 bytes
+	// Quiet is how long the agent may go without sending a record once it
+	// is up (0: the boot deadline).
+	Quiet time.Duration
 	// Pin maps vCPU i to host CPU Pin[i] once QMP names the vCPU threads;
 	// nil: not pinned.
 	Pin []int

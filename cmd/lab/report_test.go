@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReportOnExamples regenerates every report of the committed example
+// runs from their results.json, checks that benchstat reads the benchmark
+// files, and opens the HTML page in headless Chromium: the browser must lay
+// out every chart. Screenshots are kept in $TMPDIR/lab-report-screenshots.
+func TestReportOnExamples(t *testing.T) {
+	runs, _ := filepath.Glob("../../results/examples/*/*/results.json")
+	if len(runs) == 0 {
+		t.Fatal("no committed example results")
+	}
+	browser, err := exec.LookPath("chromium")
+	if err != nil && !testing.Short() {
+		t.Fatal("chromium not found: run ./scripts/install-deps (Debian package chromium)")
+	}
+	shots := filepath.Join(os.TempDir(), "lab-report-screenshots")
+	os.MkdirAll(shots, 0o755)
+	for _, rj := range runs {
+		dir := filepath.Dir(rj)
+		name := filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			if err := cmdReport([]string{dir, "-out", out}); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"report.txt", "report.md", "report-80.txt", "report.csv", "report.json", "report.html", "baseline.txt", "patched.txt"} {
+				if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+			bs := exec.Command("go", "tool", "benchstat", filepath.Join(out, "baseline.txt"), filepath.Join(out, "patched.txt"))
+			got, err := bs.CombinedOutput()
+			if err != nil || !strings.Contains(string(got), "vs base") {
+				t.Errorf("benchstat: %v\n%s", err, got)
+			}
+			if testing.Short() {
+				return
+			}
+			html := filepath.Join(out, "report.html")
+			page, _ := os.ReadFile(html)
+			want := strings.Count(string(page), `<figure class="chart">`)
+			if want == 0 {
+				t.Fatal("the page has no charts")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,2400"}
+			dom, err := exec.CommandContext(ctx, browser, append(flags, "--virtual-time-budget=5000", "--dump-dom", "file://"+html)...).Output()
+			if err != nil {
+				t.Fatalf("chromium --dump-dom: %v", err)
+			}
+			m := regexp.MustCompile(`data-charts-rendered="(\d+)"`).FindSubmatch(dom)
+			if m == nil || string(m[1]) != strconv.Itoa(want) {
+				t.Errorf("chromium laid out %s of %d charts", m, want)
+			}
+			shot := filepath.Join(shots, name+".png")
+			if err := exec.CommandContext(ctx, browser, append(flags, "--screenshot="+shot, "file://"+html)...).Run(); err != nil {
+				t.Fatalf("chromium --screenshot: %v", err)
+			}
+			fi, err := os.Stat(shot)
+			if err != nil || fi.Size() < 10000 {
+				t.Fatalf("screenshot %s: %v", shot, err)
+			}
+			t.Logf("screenshot: %s (%d bytes, %d charts)", shot, fi.Size(), want)
+		})
+	}
+}

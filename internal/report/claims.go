@@ -1,0 +1,139 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"lab/internal/spec"
+	"lab/internal/stats"
+)
+
+// Claim verdicts.
+const (
+	Reproduced  = "reproduced"   // significant, in the claimed direction, at least the claimed size
+	Contradicts = "contradicted" // significant the other way
+	NotShown    = "not shown"    // not significant (or smaller than claimed)
+	NotMeasured = "not measured" // no row of this run matches the claim
+)
+
+// ClaimCheck is one claim judged on one table row.
+type ClaimCheck struct {
+	Table   string       `json:"table"` // the table's shape, e.g. "x86_64 · 2 vCPUs · tcg · wall"
+	Row     string       `json:"row"`   // "uprobe-nop p=1" or "kretprobe-flock p2/p1"
+	Verdict string       `json:"verdict"`
+	Change  stats.Change `json:"change"`
+}
+
+// ClaimResult is a claim and what this run says about it.
+type ClaimResult struct {
+	Claim   spec.Claim   `json:"claim"`
+	Verdict string       `json:"verdict"` // overall: contradicted > reproduced > not shown > not measured
+	Checks  []ClaimCheck `json:"checks"`
+}
+
+// Text is the claim as a sentence: "uprobe-nop, 1 producer: patched faster".
+func ClaimText(c spec.Claim) string {
+	var p []string
+	for _, n := range c.Producers {
+		p = append(p, fmt.Sprint(n))
+	}
+	what := c.Benchmark
+	if c.Scaling {
+		what += " scaling (rate(P)/rate(1))"
+	}
+	s := fmt.Sprintf("%s, producers %s: patched %s", what, strings.Join(p, ","), c.Direction)
+	if len(c.Producers) == 0 {
+		s = fmt.Sprintf("%s: patched %s", what, c.Direction)
+	}
+	if c.Min != "" {
+		s += " by at least " + c.Min
+	}
+	return s
+}
+
+// CheckClaims judges every claim against every table.
+func CheckClaims(claims []spec.Claim, tables []Table) []ClaimResult {
+	var out []ClaimResult
+	for _, c := range claims {
+		res := ClaimResult{Claim: c, Verdict: NotMeasured}
+		min, _ := c.MinPct()
+		for _, t := range tables {
+			rows := t.Rows
+			if c.Scaling {
+				rows = t.Scaling
+			}
+			for _, r := range rows {
+				if r.Benchmark != c.Benchmark || (len(c.Producers) > 0 && !slices.Contains(c.Producers, r.Producers)) {
+					continue
+				}
+				if len(r.Variants["baseline"].PerBoot) == 0 || len(r.Variants["patched"].PerBoot) == 0 {
+					continue
+				}
+				v := judge(c.Direction, min, r.Change)
+				name := fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
+				if c.Scaling {
+					name = r.Name()
+				}
+				res.Checks = append(res.Checks, ClaimCheck{Table: tableName(t), Row: name, Verdict: v, Change: r.Change})
+			}
+		}
+		res.Verdict = overall(res.Checks)
+		out = append(out, res)
+	}
+	return out
+}
+
+func judge(direction string, minPct float64, c stats.Change) string {
+	switch {
+	case c.Verdict == stats.Same:
+		return NotShown
+	case c.Verdict != direction:
+		return Contradicts
+	case minPct > 0 && abs(c.Pct) < minPct:
+		return NotShown
+	}
+	return Reproduced
+}
+
+func overall(checks []ClaimCheck) string {
+	v := NotMeasured
+	rank := map[string]int{NotMeasured: 0, NotShown: 1, Reproduced: 2, Contradicts: 3}
+	for _, c := range checks {
+		if rank[c.Verdict] > rank[v] {
+			v = c.Verdict
+		}
+	}
+	return v
+}
+
+func tableName(t Table) string {
+	return fmt.Sprintf("%s · %s · %s · %s", t.Shape.Arch, t.Shape.Topology, strings.ToUpper(t.Shape.Accel), t.Shape.Clock)
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Regressions lists the rows where patched is significantly slower, for
+// --fail-on-regression. Controls are left out: they measure the host.
+func Regressions(tables []Table) []string {
+	var out []string
+	for _, t := range tables {
+		for _, rows := range [][]Row{t.Rows, t.Scaling} {
+			for _, r := range rows {
+				if !r.Control && r.Change.Verdict == stats.Slower {
+					name := fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
+					if r.Metric == MetricScaling {
+						name = r.Name()
+					}
+					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", tableName(t), name, r.Change.Pct, r.Change.P))
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"lab/internal/results"
+	"lab/internal/stats"
+)
+
+// Document is everything a report shows, built from results.json alone.
+type Document struct {
+	Title     string        `json:"title"`
+	Lab       string        `json:"lab"`
+	Compare   bool          `json:"compare,omitempty"` // baseline and patched come from two runs
+	Runs      []RunInfo     `json:"runs"`
+	Tables    []Table       `json:"tables"`
+	Claims    []ClaimResult `json:"claims,omitempty"`
+	Caveats   []string      `json:"caveats,omitempty"`
+	Generator string        `json:"generator"` // lab version that wrote the report
+}
+
+// RunInfo is one run's provenance and reproducer.
+type RunInfo struct {
+	Role       string         `json:"role"` // "baseline and patched", or which side of a comparison
+	Dir        string         `json:"dir"`
+	RunID      string         `json:"run_id"`
+	LabVersion string         `json:"lab_version"`
+	Complete   bool           `json:"complete"`
+	Reproducer string         `json:"reproducer"`
+	Source     results.Source `json:"source"`
+	Series     string         `json:"series"`
+	Patches    []string       `json:"patches"`
+	Kernels    []string       `json:"kernels"`
+	Host       string         `json:"host"`
+	QEMU       []string       `json:"qemu"`  // version and accelerator of each shape
+	Args       []string       `json:"args"`  // one QEMU command line per shape
+	Failed     []string       `json:"failed"` // boots that did not deliver
+}
+
+// Build makes the report of one run.
+func Build(r *results.Run, dir, generator string) *Document {
+	d := &Document{Title: r.Lab, Lab: r.Lab, Generator: generator}
+	d.Runs = []RunInfo{runInfo(r, dir, "baseline and patched")}
+	d.Tables = Tables(r)
+	d.Claims = CheckClaims(r.Claims, d.Tables)
+	d.Caveats = caveats(d.Tables)
+	return d
+}
+
+// BuildCompare sets variant of run a (as "baseline") against variant of run
+// b (as "patched"): two series, two hosts, KVM against TCG. Boots are
+// matched by arch and shape; accelerator and clock may differ, and the
+// table header says so.
+func BuildCompare(a, b *results.Run, dirA, dirB, variant, generator string) *Document {
+	m := &results.Run{Lab: a.Lab + " vs " + b.Lab, Claims: nil}
+	for _, side := range []struct {
+		r    *results.Run
+		role string
+	}{{a, "baseline"}, {b, "patched"}} {
+		for _, bt := range side.r.Boots {
+			if bt.Variant != variant {
+				continue
+			}
+			bt.Variant = side.role
+			m.Boots = append(m.Boots, bt)
+		}
+	}
+	d := &Document{Title: fmt.Sprintf("%s (%s) against %s (%s), %s kernels", a.Lab, a.RunID, b.Lab, b.RunID, variant),
+		Lab: m.Lab, Compare: true, Generator: generator}
+	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+variant+" of this run"), runInfo(b, dirB, "patched column: "+variant+" of this run")}
+	d.Tables = compareTables(m)
+	d.Caveats = caveats(d.Tables)
+	return d
+}
+
+// compareTables groups by arch and topology only, so that runs under
+// different accelerators or clocks still meet; the shape then names both.
+func compareTables(m *results.Run) []Table {
+	type key struct{ arch, topo string }
+	accel, clock := map[key]map[string]bool{}, map[key]map[string]bool{}
+	for i := range m.Boots {
+		b := &m.Boots[i]
+		k := key{b.Arch, shapeOf(*b).Topology}
+		if accel[k] == nil {
+			accel[k], clock[k] = map[string]bool{}, map[string]bool{}
+		}
+		accel[k][b.Variant+":"+b.Accel.Name] = true
+		clock[k][b.Variant+":"+b.Clock] = true
+	}
+	join := func(s map[string]bool) (string, bool) {
+		vals := map[string]bool{}
+		for k := range s {
+			vals[k[strings.Index(k, ":")+1:]] = true
+		}
+		var l []string
+		for v := range vals {
+			l = append(l, v)
+		}
+		sort.Strings(l)
+		return strings.Join(l, " vs "), len(l) == 1
+	}
+	for i := range m.Boots {
+		b := &m.Boots[i]
+		k := key{b.Arch, shapeOf(*b).Topology}
+		a, _ := join(accel[k])
+		c, _ := join(clock[k])
+		b.Accel.Name, b.Clock = a, c
+	}
+	return Tables(m)
+}
+
+func runInfo(r *results.Run, dir, role string) RunInfo {
+	ri := RunInfo{Role: role, Dir: dir, RunID: r.RunID, LabVersion: r.LabVersion, Complete: r.Complete,
+		Source: r.Source, Series: fmt.Sprintf("%s (%s, sha256 %s)", r.Series.Name, r.Series.Mode, short(r.Series.Hash)),
+		Host: fmt.Sprintf("%s, %d CPUs, Linux %s", r.Host.CPUModel, r.Host.CPUs, r.Host.Kernel)}
+	ri.Reproducer = Reproducer(r)
+	for _, p := range r.Series.Patches {
+		ri.Patches = append(ri.Patches, fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, short(p.SHA256)))
+	}
+	for _, k := range r.Kernels {
+		ri.Kernels = append(ri.Kernels, fmt.Sprintf("%s/%s: %s, key %s, .config sha256 %s", k.Arch, k.Variant, k.Info.Release, short(k.Info.Key), short(k.Info.ConfigSHA256)))
+	}
+	seen := map[string]bool{}
+	for _, b := range r.Boots {
+		if b.Outcome == nil {
+			continue
+		}
+		s := shapeOf(b)
+		k := fmt.Sprintf("%s %s", b.Arch, s.Topology)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		ri.QEMU = append(ri.QEMU, fmt.Sprintf("%s, %s: QEMU %s, %s (%s), %s clock", b.Arch, s.Topology, b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Clock))
+		ri.Args = append(ri.Args, b.Outcome.QEMU+" "+shellJoin(b.Outcome.Args))
+	}
+	for _, b := range r.Boots {
+		if !b.OK() {
+			ri.Failed = append(ri.Failed, fmt.Sprintf("boot %d (%s %s): %s", b.Index, b.Arch, b.Variant, firstLine(b.Error)))
+		}
+	}
+	return ri
+}
+
+// Reproducer is the command that makes the same run again: lab's version
+// checked out, then the recorded command line.
+func Reproducer(r *results.Run) string {
+	cmd := shellJoin(r.Command)
+	if strings.HasPrefix(cmd, "lab ") {
+		cmd = "./" + cmd
+	}
+	v := strings.TrimSuffix(r.LabVersion, "-dirty")
+	if v == "" || v == "unknown" {
+		return cmd
+	}
+	return fmt.Sprintf("git checkout %s && go build -o lab ./cmd/lab && %s", v, cmd)
+}
+
+func caveats(tables []Table) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, t := range tables {
+		switch {
+		case strings.Contains(t.Shape.Clock, "icount"):
+			add("TCG icount: rates are per 10^9 guest instructions, i.e. path length; caches, locks and contention cost nothing, so the sizes are not hardware sizes")
+		case strings.Contains(t.Shape.Accel, "tcg"):
+			add("TCG (emulated CPU): absolute rates are not hardware rates and drift between boots; compare within a run, prefer the scaling ratios")
+		}
+		if t.Shape.Caveats != "" {
+			for _, c := range strings.Split(t.Shape.Caveats, "; ") {
+				add(c)
+			}
+		}
+		minN := stats.MinN()
+		if t.Boots["baseline"] < minN || t.Boots["patched"] < minN {
+			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", tableName(t), t.Boots["baseline"], t.Boots["patched"], stats.Alpha, minN))
+		}
+		for _, dr := range t.Drift {
+			add(tableName(t) + ": " + dr)
+		}
+	}
+	return out
+}
+
+// ClaimsOK reports whether every claim was reproduced somewhere.
+func ClaimsOK(claims []ClaimResult) (bool, []string) {
+	var bad []string
+	for _, c := range claims {
+		if c.Verdict != Reproduced {
+			bad = append(bad, fmt.Sprintf("%s: %s", ClaimText(c.Claim), c.Verdict))
+		}
+	}
+	return len(bad) == 0, bad
+}
+
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// shellJoin quotes args for a POSIX shell.
+func shellJoin(args []string) string {
+	var out []string
+	for _, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=,:@+%", r))
+		}) < 0 {
+			out = append(out, a)
+			continue
+		}
+		out = append(out, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/spec"
+	"lab/internal/topology"
+	"lab/internal/vm"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// fakeRun is a run with known figures: 5 interleaved boots per variant on
+// 2 vCPUs, where patched uprobe-nop is 10 % faster at 1 producer and
+// scales better, uretprobe-nop is unchanged, and the controls stay put.
+func fakeRun() *results.Run {
+	shape, _ := topology.Resolve("x86_64", topology.Request{CPUs: 2, Memory: "1G"})
+	r := &results.Run{Lab: "fake", RunID: "20260101-000000", LabVersion: "abc1234", Command: []string{"lab", "run", "labs/fake.yaml", "--boots", "5"},
+		Complete: true, Source: results.Source{Desc: "Debian linux-source-6.12", Version: "6.12.117", Commit: "1cdbf2748d82933e55c97470b512d4ec3e726f4d"},
+		Series: results.Series{Name: "fake", Mode: "revert", Hash: strings.Repeat("ab", 32), Patches: []results.Patch{{Name: "0001-x.patch", Subject: "x: y", SHA256: strings.Repeat("cd", 32)}}},
+		Host:   results.Host{CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
+		Claims: []spec.Claim{
+			{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: "faster"},
+			{Benchmark: "uprobe-nop", Producers: []int{2}, Direction: "faster", Scaling: true},
+			{Benchmark: "uretprobe-nop", Producers: []int{1}, Direction: "faster", Min: "2%"},
+			{Benchmark: "uprobe-nop", Producers: []int{64}, Direction: "faster"},
+		}}
+	res := func(bench string, p int, rate float64) protocol.Result {
+		return protocol.Result{Benchmark: bench, Producers: p, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(rate), Rate: rate}}}
+	}
+	for i := 0; i < 10; i++ {
+		v, k := "baseline", 1.0
+		if i%2 == 1 {
+			v, k = "patched", 1.10
+		}
+		j := float64(i / 2) // boot-to-boot spread, the same for both variants
+		b := results.Boot{Index: i + 1, Arch: "x86_64", CPUs: 2, Variant: v, Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall,
+			Shape: &shape, Outcome: &vm.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-smp", "2"}, QEMUVersion: "7.2.22"},
+			Results: []protocol.Result{
+				res("uprobe-nop", 1, (500e3+1e3*j)*k),
+				res("uprobe-nop", 2, (800e3+1e3*j)*k*k),
+				res("uretprobe-nop", 1, 300e3+1e3*j+float64(i%2)*500),
+				res("uretprobe-nop", 2, 500e3+1e3*j),
+				res("usermode-count", 1, 50e6+1e4*j),
+				res("usermode-count", 2, 100e6+1e4*j),
+			}}
+		b.Ratios = map[string]float64{}
+		for _, x := range b.Results {
+			if x.Producers == 2 {
+				for _, y := range b.Results {
+					if y.Benchmark == x.Benchmark && y.Producers == 1 {
+						b.Ratios[fmt.Sprintf("%s p2/p1", x.Benchmark)] = x.Samples[0].Rate / y.Samples[0].Rate
+					}
+				}
+			}
+		}
+		r.Boots = append(r.Boots, b)
+	}
+	return r
+}
+
+func TestGoldenFormats(t *testing.T) {
+	r := fakeRun()
+	d := Build(r, "results/fake/20260101-000000", "test")
+	files, err := Files(d, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range files {
+		golden := filepath.Join("testdata", "fake."+name)
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test ./internal/report -update to create it)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from %s (go test ./internal/report -update, then review the diff):\n%s", name, golden, firstDiff(string(want), string(got)))
+		}
+	}
+	for _, line := range strings.Split(string(files["report-80.txt"]), "\n") {
+		if len([]rune(line)) > 80 {
+			t.Errorf("report-80.txt has a line of %d columns: %q", len([]rune(line)), line)
+		}
+	}
+}
+
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\nwant %q\n got %q", i+1, a, b)
+		}
+	}
+	return ""
+}
+
+func TestClaimsVerdicts(t *testing.T) {
+	d := Build(fakeRun(), "x", "test")
+	want := []string{Reproduced, Reproduced, NotShown, NotMeasured}
+	for i, c := range d.Claims {
+		if c.Verdict != want[i] {
+			t.Errorf("claim %q: %s, want %s (%+v)", ClaimText(c.Claim), c.Verdict, want[i], c.Checks)
+		}
+	}
+	if ok, bad := ClaimsOK(d.Claims); ok || len(bad) != 2 {
+		t.Errorf("ClaimsOK = %v, %v", ok, bad)
+	}
+	// The same data read the other way round contradicts the claims.
+	r := fakeRun()
+	for i := range r.Boots {
+		if r.Boots[i].Variant == "baseline" {
+			r.Boots[i].Variant = "patched"
+		} else {
+			r.Boots[i].Variant = "baseline"
+		}
+	}
+	d = Build(r, "x", "test")
+	if d.Claims[0].Verdict != Contradicts {
+		t.Errorf("swapped variants: %s, want %s", d.Claims[0].Verdict, Contradicts)
+	}
+	if reg := Regressions(d.Tables); len(reg) != 3 {
+		t.Errorf("regressions %v, want uprobe-nop at p=1 and p=2 and its scaling", reg)
+	}
+}

@@ -1,0 +1,286 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Chart is one SVG figure of the HTML report.
+type Chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// Charts draws, for each table, throughput against producers for every
+// benchmark run at more than one producer count (baseline and patched, mean
+// ± sd over boots), and the change of every row with its 95 % interval.
+func Charts(d *Document) ([]Chart, error) {
+	var out []Chart
+	for _, t := range d.Tables {
+		byBench := map[string][]Row{}
+		var order []string
+		for _, r := range t.Rows {
+			if _, ok := byBench[r.Benchmark]; !ok {
+				order = append(order, r.Benchmark)
+			}
+			byBench[r.Benchmark] = append(byBench[r.Benchmark], r)
+		}
+		for _, b := range order {
+			rows := byBench[b]
+			if len(rows) < 2 {
+				continue
+			}
+			svg, err := scalingChart(b, rows)
+			if err != nil {
+				return nil, fmt.Errorf("chart %s: %w", b, err)
+			}
+			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", tableName(t), b), SVG: svg})
+		}
+		svg, err := changeChart(t)
+		if err != nil {
+			return nil, fmt.Errorf("change chart: %w", err)
+		}
+		out = append(out, Chart{Title: fmt.Sprintf("%s: change, patched against baseline, 95 %% CI", tableName(t)), SVG: svg})
+	}
+	return out, nil
+}
+
+type errPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+var (
+	baseColor  = color.RGBA{R: 0x44, G: 0x77, B: 0xaa, A: 0xff}
+	patchColor = color.RGBA{R: 0xee, G: 0x66, B: 0x77, A: 0xff}
+)
+
+func scalingChart(bench string, rows []Row) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = bench
+	p.X.Label.Text = "producers"
+	p.Y.Label.Text = "M/s (mean ± sd over boots)"
+	p.Add(plotter.NewGrid())
+	var ticks []plot.Tick
+	for i, v := range []string{"baseline", "patched"} {
+		var pts errPoints
+		for _, r := range rows {
+			s := r.Variants[v]
+			if len(s.PerBoot) == 0 {
+				continue
+			}
+			pts.XYs = append(pts.XYs, plotter.XY{X: float64(r.Producers), Y: s.Mean / 1e6})
+			pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{s.Stddev / 1e6, s.Stddev / 1e6})
+			if i == 0 {
+				ticks = append(ticks, plot.Tick{Value: float64(r.Producers), Label: fmt.Sprint(r.Producers)})
+			}
+		}
+		if len(pts.XYs) == 0 {
+			continue
+		}
+		line, scatter, err := plotter.NewLinePoints(pts.XYs)
+		if err != nil {
+			return "", err
+		}
+		c := baseColor
+		if v == "patched" {
+			c = patchColor
+			scatter.Shape = draw.BoxGlyph{}
+		}
+		line.Color, scatter.Color = c, c
+		bars, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return "", err
+		}
+		bars.Color = c
+		p.Add(line, scatter, bars)
+		p.Legend.Add(v, line, scatter)
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return svgOf(p, 6*vg.Inch, 3.5*vg.Inch)
+}
+
+func changeChart(t Table) (template.HTML, error) {
+	rows := append(append([]Row(nil), t.Rows...), t.Scaling...)
+	p := plot.New()
+	p.Title.Text = "Δ patched/baseline − 1 (%)"
+	p.Y.Label.Text = "%"
+	p.Add(plotter.NewGrid())
+	var pts errPoints
+	var ticks []plot.Tick
+	for i, r := range rows {
+		if r.Change.Why == "no observations" {
+			continue
+		}
+		pts.XYs = append(pts.XYs, plotter.XY{X: float64(i), Y: r.Change.Pct})
+		pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{r.Change.Pct - r.Change.Lo, r.Change.Hi - r.Change.Pct})
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("%s p%d", r.Name(), r.Producers)})
+	}
+	if len(pts.XYs) == 0 {
+		return "", fmt.Errorf("no row has both variants")
+	}
+	sc, err := plotter.NewScatter(pts.XYs)
+	if err != nil {
+		return "", err
+	}
+	sc.Color = patchColor
+	bars, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return "", err
+	}
+	zero, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 0}, {X: float64(len(rows)) - 0.5, Y: 0}})
+	if err != nil {
+		return "", err
+	}
+	zero.Color = color.Gray{Y: 0x80}
+	p.Add(zero, sc, bars)
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Tick.Label.Rotation = 0.6
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YTop
+	return svgOf(p, 7*vg.Inch, 4*vg.Inch)
+}
+
+func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	s := buf.String()
+	// Inline in HTML: drop the XML prolog.
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil
+}
+
+var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{.Doc.Title}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; max-width: 90em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
+td.n { text-align: right; font-family: monospace; }
+tr.faster td.d { color: #070; font-weight: bold; }
+tr.slower td.d { color: #b00; font-weight: bold; }
+tr.control td { color: #666; }
+figure { margin: 1em 0; }
+code { font-size: 85%; word-break: break-all; }
+.verdict { font-weight: bold; }
+</style></head><body>
+<h1>{{.Doc.Title}}</h1>
+{{range .Tables}}
+<h2>{{.Header}}</h2>
+<table>
+<tr><th>benchmark</th><th>producers</th><th>baseline (mean ± sd)</th><th>baseline median [95% CI]</th><th>patched (mean ± sd)</th><th>patched median [95% CI]</th><th>Δ [95% CI]</th><th>p</th><th></th></tr>
+{{range .Rows}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="n">{{.Producers}}</td><td class="n">{{.Base}}</td><td class="n">{{.BaseMed}}</td><td class="n">{{.Pat}}</td><td class="n">{{.PatMed}}</td><td class="n d">{{.Delta}}</td><td class="n">{{.P}}</td><td>{{.Mark}}</td></tr>
+{{end}}</table>
+<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
+<h2>Charts</h2>
+{{range .Charts}}<figure class="chart"><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>
+{{end}}
+{{if .Doc.Claims}}<h2>Claims</h2>
+<table><tr><th>claim</th><th>verdict</th><th>evidence</th></tr>
+{{range .Claims}}<tr><td>{{.Text}}</td><td class="verdict">{{.Verdict}}</td><td>{{.Evidence}}</td></tr>{{end}}
+</table>{{end}}
+{{if .Doc.Caveats}}<h2>Caveats</h2><ul>{{range .Doc.Caveats}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2>Provenance</h2>
+{{range .Doc.Runs}}<ul>
+<li>run {{.RunID}} ({{.Dir}}), {{.Role}}; lab version {{.LabVersion}}; complete: {{.Complete}}</li>
+<li>reproduce: <code>{{.Reproducer}}</code></li>
+<li>kernel source: Linux {{.Source.Version}}, {{.Source.Desc}}</li>
+<li>series: {{.Series}}<ul>{{range .Patches}}<li>{{.}}</li>{{end}}</ul></li>
+<li>kernels<ul>{{range .Kernels}}<li>{{.}}</li>{{end}}</ul></li>
+<li>host: {{.Host}}</li>
+{{range .QEMU}}<li>{{.}}</li>{{end}}
+{{range .Args}}<li>QEMU command: <code>{{.}}</code></li>{{end}}
+{{range .Failed}}<li>FAILED {{.}}</li>{{end}}
+</ul>{{end}}
+<p>Generated by lab {{.Doc.Generator}} from results.json alone.</p>
+<script>
+// Marks how many charts the browser actually laid out, for lab's test.
+window.addEventListener("load", function () {
+  var n = 0;
+  document.querySelectorAll("figure.chart svg").forEach(function (s) {
+    var b = s.getBBox();
+    if (b.width > 0 && b.height > 0 && s.querySelectorAll("path").length > 0) n++;
+  });
+  document.body.setAttribute("data-charts-rendered", n);
+});
+</script>
+</body></html>
+`))
+
+type htmlRow struct {
+	Class, Name, Base, BaseMed, Pat, PatMed, Delta, P, Mark string
+	Producers                                              int
+}
+
+type htmlTable struct {
+	Header string
+	Rows   []htmlRow
+	Notes  []string
+}
+
+type htmlClaim struct{ Text, Verdict, Evidence string }
+
+// HTML is one self-contained page: tables, SVG charts, claims, provenance.
+func HTML(d *Document) (string, error) {
+	charts, err := Charts(d)
+	if err != nil {
+		return "", err
+	}
+	var tables []htmlTable
+	for _, t := range d.Tables {
+		ht := htmlTable{Header: Header(d.Lab, t), Notes: Notes(t)}
+		digits := digitsFor(t)
+		for _, rows := range [][]Row{t.Rows, t.Scaling} {
+			for _, r := range rows {
+				scale, dg := 1e6, digits
+				if r.Metric == MetricScaling {
+					scale, dg = 1, 3
+				}
+				class := r.Change.Verdict
+				if class == "~" {
+					class = "same"
+				}
+				if r.Control {
+					class += " control"
+				}
+				base, pat := r.Variants["baseline"], r.Variants["patched"]
+				ht.Rows = append(ht.Rows, htmlRow{Class: class, Name: r.Name(), Producers: r.Producers,
+					Base: meanSD(base, scale, dg), BaseMed: medianCI(base, scale, dg), Pat: meanSD(pat, scale, dg), PatMed: medianCI(pat, scale, dg),
+					Delta: deltaCI(r, dg+2), P: pText(r.Change), Mark: verdictMark(r.Change)})
+			}
+		}
+		tables = append(tables, ht)
+	}
+	var claims []htmlClaim
+	for _, c := range d.Claims {
+		claims = append(claims, htmlClaim{Text: ClaimText(c.Claim), Verdict: c.Verdict, Evidence: evidence(c)})
+	}
+	var buf bytes.Buffer
+	err = page.Execute(&buf, struct {
+		Doc    *Document
+		Tables []htmlTable
+		Charts []Chart
+		Claims []htmlClaim
+	}{d, tables, charts, claims})
+	return buf.String(), err
+}

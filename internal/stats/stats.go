@@ -1,0 +1,186 @@
+// Package stats compares baseline and patched observations (one per boot) the
+// way benchstat does: medians with distribution-free confidence intervals and
+// a two-sided Mann-Whitney U test, through golang.org/x/perf/benchmath. On top
+// it gives the change a confidence interval and an effect-size floor, because
+// a p-value alone flags meaningless orderings when the noise is tiny (icount).
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"golang.org/x/perf/benchmath"
+)
+
+// Alpha is the significance level, as benchstat's default.
+const Alpha = 0.05
+
+// Confidence is the level of every interval.
+const Confidence = 0.95
+
+// Summary is one variant's observations.
+type Summary struct {
+	N      int       `json:"n"`
+	Values []float64 `json:"values"`
+	Mean   float64   `json:"mean"`
+	Stddev float64   `json:"stddev"` // sample standard deviation
+	Median float64   `json:"median"`
+	Lo     float64   `json:"median_lo"` // 95 % CI of the median, when HasCI
+	Hi     float64   `json:"median_hi"`
+	// HasCI is false when there are too few observations for a
+	// distribution-free interval at 95 % (fewer than 6).
+	HasCI    bool     `json:"has_ci"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// CV is the relative spread (stddev/mean), 0 when undefined.
+func (s Summary) CV() float64 {
+	if s.Mean == 0 || s.N < 2 {
+		return 0
+	}
+	return s.Stddev / math.Abs(s.Mean)
+}
+
+// Summarize describes observations.
+func Summarize(values []float64) Summary {
+	s := Summary{N: len(values), Values: values}
+	if s.N == 0 {
+		return s
+	}
+	for _, v := range values {
+		s.Mean += v
+	}
+	s.Mean /= float64(s.N)
+	if s.N > 1 {
+		var ss float64
+		for _, v := range values {
+			ss += (v - s.Mean) * (v - s.Mean)
+		}
+		s.Stddev = math.Sqrt(ss / float64(s.N-1))
+	}
+	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(values, &benchmath.DefaultThresholds), Confidence)
+	s.Median = sum.Center
+	if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) && !math.IsNaN(sum.Lo) && !math.IsNaN(sum.Hi) {
+		s.Lo, s.Hi, s.HasCI = sum.Lo, sum.Hi, true
+	}
+	for _, w := range sum.Warnings {
+		s.Warnings = append(s.Warnings, w.Error())
+	}
+	return s
+}
+
+// Verdicts of a comparison.
+const (
+	Faster = "faster"
+	Slower = "slower"
+	Same   = "~" // not significant, as benchstat prints it
+)
+
+// Change is patched against baseline.
+type Change struct {
+	// Pct is (patched/baseline − 1) × 100 of the means: what kernel cover
+	// letters quote. The medians and their intervals are in the Summaries.
+	Pct float64 `json:"pct"`
+	// Lo and Hi bound Pct at 95 % (bootstrap over boots, fixed seed so that
+	// a report is reproducible).
+	Lo float64 `json:"pct_lo"`
+	Hi float64 `json:"pct_hi"`
+	P  float64 `json:"p"` // two-sided Mann-Whitney U
+	// FloorPct is the smallest change counted as real here (0: none); see
+	// Compare.
+	FloorPct float64 `json:"floor_pct,omitempty"`
+	Verdict  string  `json:"verdict"` // Faster, Slower or Same; for rates, higher is faster
+	Why      string  `json:"why,omitempty"`
+}
+
+// Compare tests patched against baseline. A change is significant when the
+// U test says p < Alpha and, when floorPct > 0, it is also larger than
+// floorPct: the size the controls say this measurement cannot resolve.
+func Compare(base, pat []float64, floorPct float64) Change {
+	c := Change{FloorPct: floorPct, Verdict: Same}
+	if len(base) == 0 || len(pat) == 0 {
+		c.Why = "no observations"
+		return c
+	}
+	b, p := Summarize(base), Summarize(pat)
+	if b.Mean == 0 {
+		c.Why = "baseline mean is 0"
+		return c
+	}
+	c.Pct = (p.Mean/b.Mean - 1) * 100
+	c.Lo, c.Hi = bootstrapCI(base, pat)
+	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(base, &benchmath.DefaultThresholds), benchmath.NewSample(pat, &benchmath.DefaultThresholds))
+	c.P = cmp.P
+	switch {
+	case c.P >= Alpha:
+		c.Why = fmt.Sprintf("p=%.3f ≥ %.2f", c.P, Alpha)
+		if min := MinN(); len(base) < min || len(pat) < min {
+			c.Why += fmt.Sprintf("; with n=%d+%d no difference can reach p<%.2f (need %d boots per variant)", len(base), len(pat), Alpha, min)
+		}
+	case floorPct > 0 && math.Abs(c.Pct) <= floorPct:
+		c.Why = fmt.Sprintf("|%.3f %%| is within the %.3f %% the controls cannot resolve", c.Pct, floorPct)
+	case c.Pct > 0:
+		c.Verdict = Faster
+	case c.Pct < 0:
+		c.Verdict = Slower
+	}
+	return c
+}
+
+// MinN is the smallest number of observations per variant with which the
+// two-sided U test can reach Alpha at all.
+func MinN() int {
+	for n := 1; n < 20; n++ {
+		if uMinP(n, n) < Alpha {
+			return n
+		}
+	}
+	return 20
+}
+
+// uMinP is the smallest two-sided p the U test gives for n1, n2 observations:
+// total separation, 2/C(n1+n2, n1).
+func uMinP(n1, n2 int) float64 {
+	c := 1.0
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return 2 / c
+}
+
+// bootstrapCI resamples boots within each variant and returns the 2.5th and
+// 97.5th percentiles of the change of means, in percent.
+func bootstrapCI(base, pat []float64) (lo, hi float64) {
+	const rounds = 2000
+	rng := rand.New(rand.NewPCG(1, 2))
+	d := make([]float64, 0, rounds)
+	bs, ps := make([]float64, len(base)), make([]float64, len(pat))
+	for r := 0; r < rounds; r++ {
+		for i := range bs {
+			bs[i] = base[rng.IntN(len(base))]
+		}
+		for i := range ps {
+			ps[i] = pat[rng.IntN(len(pat))]
+		}
+		mb := mean(bs)
+		if mb == 0 {
+			continue
+		}
+		d = append(d, (mean(ps)/mb-1)*100)
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(d)
+	return d[int(0.025*float64(len(d)))], d[int(math.Min(0.975*float64(len(d)), float64(len(d)-1)))]
+}
+
+func mean(x []float64) float64 {
+	var m float64
+	for _, v := range x {
+		m += v
+	}
+	return m / float64(len(x))
+}
