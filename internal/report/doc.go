@@ -34,8 +34,8 @@ type RunInfo struct {
 	Patches    []string       `json:"patches"`
 	Kernels    []string       `json:"kernels"`
 	Host       string         `json:"host"`
-	QEMU       []string       `json:"qemu"`  // version and accelerator of each shape
-	Args       []string       `json:"args"`  // one QEMU command line per shape
+	QEMU       []string       `json:"qemu"`   // version and accelerator of each shape
+	Args       []string       `json:"args"`   // one QEMU command line per shape
 	Failed     []string       `json:"failed"` // boots that did not deliver
 }
 
@@ -200,7 +200,6 @@ func ClaimsOK(claims []ClaimResult) (bool, []string) {
 	}
 	return len(bad) == 0, bad
 }
-
 
 func short(s string) string {
 	if len(s) > 12 {

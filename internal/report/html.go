@@ -229,7 +229,7 @@ window.addEventListener("load", function () {
 
 type htmlRow struct {
 	Class, Name, Base, BaseMed, Pat, PatMed, Delta, P, Mark string
-	Producers                                              int
+	Producers                                               int
 }
 
 type htmlTable struct {
