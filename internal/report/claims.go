@@ -64,6 +64,9 @@ func CheckClaims(claims []spec.Claim, tables []Table) []ClaimResult {
 				rows = t.Scaling
 			}
 			for _, r := range rows {
+				if c.Scaling && r.Metric != MetricScaling {
+					continue
+				}
 				if r.Benchmark != c.Benchmark || (len(c.Producers) > 0 && !slices.Contains(c.Producers, r.Producers)) {
 					continue
 				}
@@ -127,7 +130,7 @@ func Regressions(tables []Table) []string {
 			for _, r := range rows {
 				if !r.Control && r.Change.Verdict == stats.Slower {
 					name := fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
-					if r.Metric == MetricScaling {
+					if r.Metric != MetricRate {
 						name = r.Name()
 					}
 					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", tableName(t), name, r.Change.Pct, r.Change.P))

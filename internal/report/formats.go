@@ -40,7 +40,7 @@ func Markdown(d *Document) string {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				scale, d := 1e6, digits
-				if r.Metric == MetricScaling {
+				if r.Metric != MetricRate {
 					scale, d = 1, 3
 				}
 				base, pat := r.Variants["baseline"], r.Variants["patched"]
@@ -150,19 +150,12 @@ func Plain(d *Document) string {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				scale, dg := 1e6, digits
-				if r.Metric == MetricScaling {
+				if r.Metric != MetricRate {
 					scale, dg = 1, 3
 				}
-				name := r.Benchmark
-				if r.Metric == MetricScaling {
-					name += " scaling"
-				}
+				name, prod := shortRow(r)
 				if len(name) > 24 {
 					name = name[:24]
-				}
-				prod := fmt.Sprint(r.Producers)
-				if r.Metric == MetricScaling {
-					prod = fmt.Sprintf("%d/1", r.Producers)
 				}
 				base, pat := r.Variants["baseline"], r.Variants["patched"]
 				fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, prod,
@@ -186,6 +179,17 @@ func Plain(d *Document) string {
 		b.WriteString(wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
 	}
 	return b.String()
+}
+
+// shortRow names a row in two short columns: "uprobe-nop scaling", "2/1".
+func shortRow(r Row) (name, producers string) {
+	switch r.Metric {
+	case MetricScaling:
+		return r.Benchmark + " scaling", fmt.Sprintf("%d/1", r.Producers)
+	case MetricVsFree:
+		return r.Benchmark + " ÷free", fmt.Sprint(r.Producers)
+	}
+	return r.Benchmark, fmt.Sprint(r.Producers)
 }
 
 func num(s Summary, scale float64, digits int) string {

@@ -253,7 +253,7 @@ func HTML(d *Document) (string, error) {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				scale, dg := 1e6, digits
-				if r.Metric == MetricScaling {
+				if r.Metric != MetricRate {
 					scale, dg = 1, 3
 				}
 				class := r.Change.Verdict

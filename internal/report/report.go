@@ -34,6 +34,10 @@ type Shape struct {
 const (
 	MetricRate    = "rate"    // hits/s, one observation per boot
 	MetricScaling = "scaling" // rate(P)/rate(1) within each boot
+	// MetricVsFree is the probed rate over the same loop's probe-free rate,
+	// measured just before in the same boot: the probe's cost, with the
+	// boot's speed divided out.
+	MetricVsFree = "vs-probe-free"
 )
 
 // Row is one benchmark at one producer count.
@@ -48,8 +52,11 @@ type Row struct {
 
 // Name is the row's name in reports: "uprobe-nop" or "uprobe-nop p2/p1".
 func (r Row) Name() string {
-	if r.Metric == MetricScaling {
+	switch r.Metric {
+	case MetricScaling:
 		return fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)
+	case MetricVsFree:
+		return fmt.Sprintf("%s p%d ÷ probe-free", r.Benchmark, r.Producers)
 	}
 	return r.Benchmark
 }
@@ -69,7 +76,8 @@ type Table struct {
 	Shape Shape          `json:"shape"`
 	Boots map[string]int `json:"boots"` // boots that delivered results, by variant
 	Rows  []Row          `json:"rows"`
-	// Scaling rows compare within-boot ratios rate(P)/rate(1).
+	// Scaling rows compare within-boot ratios: rate(P)/rate(1), and the
+	// probed rate over the probe-free one.
 	Scaling []Row `json:"scaling,omitempty"`
 	// FloorPct is the smallest change this table can resolve (icount: from
 	// the controls' spread and change); 0 under the wall clock.
@@ -192,14 +200,19 @@ func icountFloor(rows []Row) float64 {
 // for one shape.
 func scalingRows(r *results.Run, s Shape) []Row {
 	var rows []Row
-	find := func(bench string, p int) *Row {
+	find := func(bench string, p int, metric string) *Row {
 		for i := range rows {
-			if rows[i].Benchmark == bench && rows[i].Producers == p {
+			if rows[i].Benchmark == bench && rows[i].Producers == p && rows[i].Metric == metric {
 				return &rows[i]
 			}
 		}
-		rows = append(rows, Row{Benchmark: bench, Producers: p, Metric: MetricScaling, Variants: map[string]Summary{}})
+		rows = append(rows, Row{Benchmark: bench, Producers: p, Metric: metric, Variants: map[string]Summary{}})
 		return &rows[len(rows)-1]
+	}
+	add := func(row *Row, variant string, v float64) {
+		sum := row.Variants[variant]
+		sum.PerBoot = append(sum.PerBoot, v)
+		row.Variants[variant] = sum
 	}
 	for _, b := range r.Boots {
 		if !b.OK() || shapeOf(b) != s {
@@ -208,14 +221,14 @@ func scalingRows(r *results.Run, s Shape) []Row {
 		// In the boot's own benchmark order.
 		for _, res := range b.Results {
 			key := fmt.Sprintf("%s p%d/p1", res.Benchmark, res.Producers)
-			v, ok := b.Ratios[key]
-			if !ok {
-				continue
+			if v, ok := b.Ratios[key]; ok {
+				add(find(res.Benchmark, res.Producers, MetricScaling), b.Variant, v)
 			}
-			row := find(res.Benchmark, res.Producers)
-			sum := row.Variants[b.Variant]
-			sum.PerBoot = append(sum.PerBoot, v)
-			row.Variants[b.Variant] = sum
+			if res.ProbeFree != nil && res.ProbeFree.Rate > 0 && res.Error == "" && res.Unsupported == "" {
+				if rate := protocol.Rate(res.Samples); rate > 0 {
+					add(find(res.Benchmark, res.Producers, MetricVsFree), b.Variant, rate/res.ProbeFree.Rate)
+				}
+			}
 		}
 	}
 	return rows
@@ -330,7 +343,8 @@ func Text(lab string, tables []Table, color bool) string {
 			tw.AppendSeparator()
 			for _, r := range t.Scaling {
 				base, pat := r.Variants["baseline"], r.Variants["patched"]
-				tw.AppendRow(table.Row{r.Benchmark + " scaling", fmt.Sprintf("p%d/p1", r.Producers), ratioCell(base), ratioCell(pat),
+				name, prod := shortRow(r)
+				tw.AppendRow(table.Row{name, prod, ratioCell(base), ratioCell(pat),
 					paint(deltaCI(r, 3), r.Change, color), pCell(r.Change)})
 			}
 		}
@@ -404,9 +418,9 @@ func ratioCell(s Summary) string {
 		return "–"
 	}
 	if len(s.PerBoot) < 2 {
-		return fmt.Sprintf("%.3f", s.Mean)
+		return sig(s.Mean, 3)
 	}
-	return fmt.Sprintf("%.3f ± %.3f", s.Mean, s.Stddev)
+	return fmt.Sprintf("%s ± %s", sig(s.Mean, 3), sig(s.Stddev, 3))
 }
 
 func cell(s Summary, producers, digits int) string {
