@@ -141,3 +141,37 @@ func TestClaimsVerdicts(t *testing.T) {
 		t.Errorf("regressions %v, want uprobe-nop at p=1 and p=2 and its scaling", reg)
 	}
 }
+
+// lab compare: run A's patched boots against run B's, here with B faster,
+// and run B under another accelerator, which the table must say.
+func TestCompareRuns(t *testing.T) {
+	a, b := fakeRun(), fakeRun()
+	b.RunID = "20260102-000000"
+	for i := range b.Boots {
+		b.Boots[i].Accel.Name = vm.KVM
+		for j := range b.Boots[i].Results {
+			s := &b.Boots[i].Results[j].Samples[0]
+			s.Hits *= 2
+			s.Rate *= 2
+		}
+	}
+	d := BuildCompare(a, b, "A", "B", "patched", "test")
+	if len(d.Tables) != 1 || len(d.Runs) != 2 {
+		t.Fatalf("%d tables, %d runs", len(d.Tables), len(d.Runs))
+	}
+	tb := d.Tables[0]
+	if tb.Shape.Accel != "kvm vs tcg" {
+		t.Errorf("accelerator %q, want both named", tb.Shape.Accel)
+	}
+	if h := Header(d.Lab, tb); !strings.Contains(h, "accelerators KVM VS TCG") {
+		t.Errorf("header %q does not name both accelerators", h)
+	}
+	if tb.Boots["baseline"] != 5 || tb.Boots["patched"] != 5 {
+		t.Errorf("boots %v", tb.Boots)
+	}
+	for _, r := range tb.Rows {
+		if r.Change.Verdict != "faster" || r.Change.Pct < 99 || r.Change.Pct > 101 {
+			t.Errorf("%s p=%d: %+v, want +100 %%", r.Benchmark, r.Producers, r.Change)
+		}
+	}
+}

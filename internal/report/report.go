@@ -274,6 +274,8 @@ func meanStddev(x []float64) (mean, sd float64) {
 func Header(lab string, t Table) string {
 	parts := []string{lab, t.Shape.Arch, t.Shape.Topology}
 	switch {
+	case strings.Contains(t.Shape.Accel, " vs "):
+		parts = append(parts, "accelerators "+strings.ToUpper(t.Shape.Accel))
 	case t.Shape.Accel == vm.KVM:
 		parts = append(parts, "KVM")
 	case t.Shape.Clock == vm.ClockICount:

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -282,6 +283,24 @@ func TestBootPanicIsReported(t *testing.T) {
 	var be *vm.BootError
 	if !errors.As(err, &be) || be.Reason != "kernel panic" || !strings.Contains(err.Error(), "Kernel panic") {
 		t.Fatalf("err = %v", err)
+	}
+	noQEMU(t, cfg)
+}
+
+// Pinning puts each vCPU thread on the host CPU of the plan, as the kernel
+// reports it for QEMU's thread while the guest runs.
+func TestBootPinsVCPUs(t *testing.T) {
+	e2e(t)
+	kernel, initrd := builtKernel(t)
+	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	host := runtime.NumCPU() - 1 // the last host CPU
+	cfg.Pin = []int{host}
+	out, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Pinned) != 1 || out.Pinned[0] != host || len(out.VCPUs) != 1 {
+		t.Fatalf("pinned %v, vCPUs %+v", out.Pinned, out.VCPUs)
 	}
 	noQEMU(t, cfg)
 }

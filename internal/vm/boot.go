@@ -292,6 +292,11 @@ func pin(vcpus []VCPU, plan []int) error {
 		if err := unix.SchedSetaffinity(v.ThreadID, &set); err != nil {
 			return fmt.Errorf("vCPU %d (thread %d) to host CPU %d: %w", v.Index, v.ThreadID, plan[v.Index], err)
 		}
+		// Read it back: the kernel may narrow a mask (cpusets, offline CPUs).
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(v.ThreadID, &got); err != nil || got != set {
+			return fmt.Errorf("vCPU %d (thread %d): affinity did not stick to host CPU %d (%v)", v.Index, v.ThreadID, plan[v.Index], err)
+		}
 	}
 	return nil
 }
