@@ -34,6 +34,7 @@ const usage = `usage:
 
 report and compare flags:
   -out DIR                  where the reports go (default RUN-DIR/report, or ./compare-A-B)
+  -lab LAB.yaml             report: judge this lab file's claims instead of those saved with the run
   -variant V                compare: which variant of each run (default patched)
   -fail-on-regression       exit 3 when a non-control row is significantly slower
   -require-claims           exit 4 unless every claim of the lab is reproduced
@@ -240,6 +241,7 @@ func printClaims(d *report.Document) {
 }
 
 type reportFlags struct {
+	lab       *string
 	out       *string
 	variant   *string
 	failReg   *bool
@@ -248,6 +250,7 @@ type reportFlags struct {
 
 func newReportFlags(fs *flag.FlagSet) reportFlags {
 	return reportFlags{
+		lab:       fs.String("lab", "", "judge the claims of this lab file instead of those saved with the run"),
 		out:       fs.String("out", "", "where the reports go"),
 		variant:   fs.String("variant", "patched", "compare: the variant of each run"),
 		failReg:   fs.Bool("fail-on-regression", false, "exit 3 when a non-control row is significantly slower"),
@@ -273,6 +276,13 @@ func cmdReport(args []string) error {
 	r, err := loadRun(pos[0])
 	if err != nil {
 		return err
+	}
+	if *f.lab != "" {
+		lab, err := spec.Load(*f.lab)
+		if err != nil {
+			return err
+		}
+		r.Claims = lab.Claims
 	}
 	d := report.Build(r, pos[0], version())
 	return emit(d, r, *f.out, filepath.Join(pos[0], "report"), f)

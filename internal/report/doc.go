@@ -108,7 +108,7 @@ func compareTables(m *results.Run) []Table {
 		c, _ := join(clock[k])
 		b.Accel.Name, b.Clock = a, c
 	}
-	return Tables(m)
+	return tables(m, false)
 }
 
 func runInfo(r *results.Run, dir, role string) RunInfo {

@@ -84,10 +84,17 @@ type Table struct {
 	FloorPct float64 `json:"floor_pct,omitempty"`
 	// Drift warns when a control moved between the variants (wall clock).
 	Drift []string `json:"drift,omitempty"`
+	// DriftFloor is, per metric, how far a significantly moved control
+	// says non-series effects reach (wall clock): smaller changes are ~.
+	DriftFloor map[string]float64 `json:"drift_floor_pct,omitempty"`
 }
 
 // Tables groups a run's boots by shape and summarises them.
-func Tables(r *results.Run) []Table {
+func Tables(r *results.Run) []Table { return tables(r, true) }
+
+// tables does Tables; driftFloor applies the controls' movement as a floor
+// (not when comparing two hosts, where the controls are meant to move).
+func tables(r *results.Run, driftFloor bool) []Table {
 	byShape := map[Shape]*Table{}
 	var order []Shape
 	for _, b := range r.Boots {
@@ -135,7 +142,7 @@ func Tables(r *results.Run) []Table {
 			}
 			return t.Rows[i].Producers < t.Rows[j].Producers
 		})
-		t.finish()
+		t.finish(driftFloor)
 		out = append(out, *t)
 	}
 	return out
@@ -143,7 +150,7 @@ func Tables(r *results.Run) []Table {
 
 // finish computes every summary and change: controls first, since under
 // icount their spread sets the floor the other rows are judged against.
-func (t *Table) finish() {
+func (t *Table) finish(driftFloor bool) {
 	for _, rows := range [][]Row{t.Rows, t.Scaling} {
 		for i := range rows {
 			rows[i].Control = slices.Contains(spec.ControlBenchmarks, rows[i].Benchmark)
@@ -163,16 +170,57 @@ func (t *Table) finish() {
 			r.Change = stats.Compare(r.Variants["baseline"].PerBoot, r.Variants["patched"].PerBoot, t.FloorPct)
 		}
 	}
-	if t.Shape.Clock != vm.ClockICount {
-		for _, r := range t.Rows {
-			// Host drift moves every rate alike; a control that moved by
-			// more than a few percent says how much of any change may be it.
-			if r.Control && len(r.Variants["baseline"].PerBoot) > 0 && len(r.Variants["patched"].PerBoot) > 0 && math.Abs(r.Change.Pct) >= DriftPct {
-				t.Drift = append(t.Drift, fmt.Sprintf("control %s p=%d moved %+.1f %% (p=%.3f) between the variants: changes of that size in this table may be host drift, not the series; the scaling ratios are less exposed to it",
-					r.Benchmark, r.Producers, r.Change.Pct, r.Change.P))
+	if t.Shape.Clock == vm.ClockICount {
+		return
+	}
+	// Wall clock: a control that moved significantly between the variants
+	// shows how far host drift (or anything else that is not the series)
+	// can move a row of the same metric. Other rows must go beyond the far
+	// end of that control's 95 % interval to count.
+	t.DriftFloor = map[string]float64{}
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for _, r := range rows {
+			if r.Control && r.Change.Verdict != stats.Same {
+				t.DriftFloor[r.Metric] = math.Max(t.DriftFloor[r.Metric], math.Max(math.Abs(r.Change.Lo), math.Abs(r.Change.Hi)))
 			}
 		}
 	}
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for i := range rows {
+			r := &rows[i]
+			floor := t.DriftFloor[r.Metric]
+			if !driftFloor || r.Control || floor == 0 || r.Change.Verdict == stats.Same || math.Abs(r.Change.Pct) > floor {
+				continue
+			}
+			r.Change.Verdict = stats.Same
+			r.Change.FloorPct = floor
+			r.Change.Why = fmt.Sprintf("p=%.3f, but |%.1f %%| is within the %.1f %% a control of this metric moved (drift)", r.Change.P, r.Change.Pct, floor)
+		}
+	}
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for _, r := range rows {
+			// Host drift moves every rate alike; a control that moved by
+			// more than a few percent says how much of any change may be it.
+			if r.Control && len(r.Variants["baseline"].PerBoot) > 0 && len(r.Variants["patched"].PerBoot) > 0 && math.Abs(r.Change.Pct) >= DriftPct {
+				t.Drift = append(t.Drift, fmt.Sprintf("control %s moved %+.1f %% [%+.1f, %+.1f] (p=%.3f%s)",
+					rowLabel(r), r.Change.Pct, r.Change.Lo, r.Change.Hi, r.Change.P, sigText(r.Change)))
+			}
+		}
+	}
+}
+
+func rowLabel(r Row) string {
+	if r.Metric == MetricRate {
+		return fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
+	}
+	return r.Name()
+}
+
+func sigText(c stats.Change) string {
+	if c.Verdict == stats.Same {
+		return ", not significant"
+	}
+	return ", significant: rows of this metric must move more than its interval's far end to count"
 }
 
 // DriftPct is how far a control may move under the wall clock before the
