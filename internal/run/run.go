@@ -302,6 +302,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, shape topology.Shape,
 			idx := len(r.run.Boots) + 1
 			rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%dcpu%s-%s", idx, a.Name, cpus, numaTag(shape), v))
 			cfg := vm.Config{
+				LPJ:  lpj(a, accel, clock, cpus, kernels[v].Config),
 				Arch: a, Kernel: kernels[v].Image, Initrd: initrd, Shape: shape,
 				Accel: accel, Clock: clock, Job: job, Dir: filepath.Join(r.dir, rel),
 				QMPPath: filepath.Join(qmpDir, "qmp.sock"), Pin: plan, Quiet: quiet,
@@ -365,6 +366,33 @@ func checkGuest(b results.Boot, shape topology.Shape) error {
 		cpus, memdevs = b.Outcome.QMPCPUs(), b.Outcome.Memdevs
 	}
 	return topology.Verify(shape, cpus, memdevs, b.Hello)
+}
+
+// lpj is the loops-per-jiffy value an x86_64 TCG guest with several vCPUs
+// gets on its command line (see vm.Config.Cmdline): the host's TSC rate
+// over the kernel's CONFIG_HZ. 0 when it does not apply or is unknown.
+func lpj(a arch.Arch, accel vm.Accel, clock string, cpus int, config string) int64 {
+	if a.Name != "x86_64" || accel.Name != vm.TCG || clock != vm.ClockWall || cpus < 2 {
+		return 0
+	}
+	khz, ok := vm.HostTSCkHz()
+	if !ok {
+		return 0
+	}
+	data, err := os.ReadFile(config)
+	if err != nil {
+		return 0
+	}
+	m := regexp.MustCompile(`(?m)^CONFIG_HZ=(\d+)$`).FindSubmatch(data)
+	if m == nil {
+		return 0
+	}
+	var hz int64
+	fmt.Sscan(string(m[1]), &hz)
+	if hz == 0 {
+		return 0
+	}
+	return khz * 1000 / hz
 }
 
 // numaTag marks NUMA boots in directory names and labels.

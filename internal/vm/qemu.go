@@ -30,6 +30,9 @@ type Config struct {
 	Job     protocol.Job
 	Dir     string // where console.log and results.jsonl go
 	QMPPath string // unix socket; short, because of sun_path's 108 bytes
+	// LPJ, when set, is passed as lpj= (loops per jiffy) to x86_64 guests
+	// under multi-threaded TCG: see Cmdline.
+	LPJ int64
 	// Quiet is how long the agent may go without sending a record once it
 	// is up (0: the boot deadline).
 	Quiet time.Duration
@@ -57,6 +60,15 @@ func (c Config) Cmdline() (string, error) {
 		// TCG has no stable TSC to calibrate against; don't fall back to
 		// slow clocksources on a long run.
 		parts = append(parts, "tsc=reliable")
+		// Each secondary CPU calibrates its delay loop, and under TCG the
+		// direct method fails ("calibrate_delay_direct() failed") and falls
+		// back to a slow loop: about 0.3 s of guest time per CPU, the bulk
+		// of a 64-vCPU boot. x86 delays count TSC cycles, and the guest's
+		// TSC is the host's under TCG, so lpj from the host's TSC rate is
+		// the value the boot CPU computes itself.
+		if c.LPJ > 0 && c.Clock != ClockICount {
+			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
+		}
 	}
 	cmdline := strings.Join(append(parts, job), " ")
 	// COMMAND_LINE_SIZE is 2048 on x86_64 and arm64; a longer line is cut.

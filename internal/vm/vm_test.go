@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +145,43 @@ func TestBootErrorQuotesConsole(t *testing.T) {
 	var be *BootError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "Unable to mount root fs") || strings.Contains(err.Error(), "\r") {
 		t.Fatalf("error = %q", err)
+	}
+}
+
+func TestLPJOnlyForX86WallTCG(t *testing.T) {
+	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
+	for _, tc := range []struct {
+		a     arch.Arch
+		accel string
+		clock string
+		want  bool
+	}{
+		{x86, TCG, ClockWall, true},
+		{x86, TCG, ClockICount, false},
+		{x86, KVM, ClockWall, false},
+		{arm, TCG, ClockWall, false},
+	} {
+		c := Config{Arch: tc.a, Accel: Accel{Name: tc.accel}, Clock: tc.clock, LPJ: 9200000}
+		line, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(line, "lpj=9200000"); got != tc.want {
+			t.Errorf("%s %s %s: lpj on the command line %v, want %v", tc.a.Name, tc.accel, tc.clock, got, tc.want)
+		}
+	}
+}
+
+func TestHostTSC(t *testing.T) {
+	khz, ok := HostTSCkHz()
+	if runtime.GOARCH != "amd64" {
+		if ok {
+			t.Errorf("a TSC rate on %s", runtime.GOARCH)
+		}
+		return
+	}
+	// Any x86 TSC of the last 20 years runs between 500 MHz and 10 GHz.
+	if !ok || khz < 500_000 || khz > 10_000_000 {
+		t.Errorf("host TSC %d kHz", khz)
 	}
 }
