@@ -129,7 +129,7 @@ func TestNUMAShapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			res, _, err := Run(context.Background(), Options{
+			res, dir, err := Run(context.Background(), Options{
 				Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
 				Command: []string{"go", "test"}, Out: &out, Only: source.Patched,
 			})
@@ -165,6 +165,12 @@ func TestNUMAShapes(t *testing.T) {
 				t.Errorf("the table does not show the nodes:\n%s", out.String())
 			}
 			t.Logf("boot to agent: %v", b.Outcome.ToAgent)
+			// x86_64 under TCG gets lpj=, so no secondary CPU runs the slow
+			// delay-loop calibration.
+			console, _ := os.ReadFile(filepath.Join(dir, b.Console))
+			if tc.arch == "x86_64" && bytes.Contains(console, []byte("calibrate_delay_direct() failed")) {
+				t.Errorf("secondary CPUs calibrated their delay loops (no lpj=?): %s", filepath.Join(dir, b.Console))
+			}
 		})
 	}
 }
