@@ -302,7 +302,7 @@ func (r *Runner) bootAll(ctx context.Context, a arch.Arch, shape topology.Shape,
 			idx := len(r.run.Boots) + 1
 			rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%dcpu%s-%s", idx, a.Name, cpus, numaTag(shape), v))
 			cfg := vm.Config{
-				LPJ:  lpj(a, accel, clock, cpus, kernels[v].Config),
+				LPJ: lpj(a, accel, clock, cpus, kernels[v].Config), Oversubscribed: cpus > runtime.NumCPU(),
 				Arch: a, Kernel: kernels[v].Image, Initrd: initrd, Shape: shape,
 				Accel: accel, Clock: clock, Job: job, Dir: filepath.Join(r.dir, rel),
 				QMPPath: filepath.Join(qmpDir, "qmp.sock"), Pin: plan, Quiet: quiet,

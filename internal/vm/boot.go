@@ -92,7 +92,9 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	cmd.Stderr = &stderr
 	// Own process group: a Ctrl-C reaches lab, which then stops QEMU itself
 	// after saving what the boot produced.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: should lab itself be killed (SIGKILL, a test timeout), the
+	// kernel stops QEMU too, so that no guest outlives it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return out, fmt.Errorf("start %s: %w", c.Arch.QEMU, err)

@@ -30,6 +30,8 @@ type Config struct {
 	Job     protocol.Job
 	Dir     string // where console.log and results.jsonl go
 	QMPPath string // unix socket; short, because of sun_path's 108 bytes
+	// Oversubscribed says the vCPUs outnumber the host's CPUs.
+	Oversubscribed bool
 	// LPJ, when set, is passed as lpj= (loops per jiffy) to x86_64 guests
 	// under multi-threaded TCG: see Cmdline.
 	LPJ int64
@@ -69,6 +71,14 @@ func (c Config) Cmdline() (string, error) {
 		if c.LPJ > 0 && c.Clock != ClockICount {
 			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
 		}
+	}
+	if c.Accel.Name == TCG && c.Oversubscribed {
+		// Host threads of an oversubscribed TCG guest can wait tens of
+		// seconds for a host CPU while the guest clock runs on: the
+		// default 21 s RCU stall timeout then fires on healthy kernels
+		// (seen here with 96 vCPUs on 2 host CPUs). 300 s is the kernel's
+		// maximum; a real stall still shows, later.
+		parts = append(parts, "rcupdate.rcu_cpu_stall_timeout=300")
 	}
 	cmdline := strings.Join(append(parts, job), " ")
 	// COMMAND_LINE_SIZE is 2048 on x86_64 and arm64; a longer line is cut.

@@ -185,3 +185,17 @@ func TestHostTSC(t *testing.T) {
 		t.Errorf("host TSC %d kHz", khz)
 	}
 }
+
+func TestOversubscribedTCGWaitsLongerForRCU(t *testing.T) {
+	x86 := mustArch(t, "x86_64")
+	for _, over := range []bool{false, true} {
+		c := Config{Arch: x86, Accel: Accel{Name: TCG}, Clock: ClockWall, Oversubscribed: over}
+		line, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(line, "rcupdate.rcu_cpu_stall_timeout=300"); got != over {
+			t.Errorf("oversubscribed %v: stall timeout on the command line %v", over, got)
+		}
+	}
+}
