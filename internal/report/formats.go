@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"lab/internal/stats"
@@ -111,24 +112,35 @@ func evidence(c ClaimResult) string {
 	return strings.Join(parts, "; ")
 }
 
+// decimals is how many decimals show digits significant digits of v, at
+// least digits: ratios like 0.019 need more than rates do.
+func decimals(v float64, digits int) int {
+	if v == 0 || math.Abs(v) >= 1 {
+		return digits
+	}
+	return max(digits, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
+}
+
 func meanSD(s Summary, scale float64, digits int) string {
 	if len(s.PerBoot) == 0 {
 		return "–"
 	}
+	d := decimals(s.Mean/scale, digits)
 	if len(s.PerBoot) == 1 {
-		return fmt.Sprintf("%.*f (n=1)", digits, s.Mean/scale)
+		return fmt.Sprintf("%.*f (n=1)", d, s.Mean/scale)
 	}
-	return fmt.Sprintf("%.*f ± %.*f (n=%d)", digits, s.Mean/scale, digits, s.Stddev/scale, len(s.PerBoot))
+	return fmt.Sprintf("%.*f ± %.*f (n=%d)", d, s.Mean/scale, d, s.Stddev/scale, len(s.PerBoot))
 }
 
 func medianCI(s Summary, scale float64, digits int) string {
 	if len(s.PerBoot) == 0 {
 		return "–"
 	}
+	d := decimals(s.Stats.Median/scale, digits)
 	if !s.Stats.HasCI {
-		return fmt.Sprintf("%.*f [n=%d: no 95%% CI]", digits, s.Stats.Median/scale, len(s.PerBoot))
+		return fmt.Sprintf("%.*f [n=%d: no 95%% CI]", d, s.Stats.Median/scale, len(s.PerBoot))
 	}
-	return fmt.Sprintf("%.*f [%.*f, %.*f]", digits, s.Stats.Median/scale, digits, s.Stats.Lo/scale, digits, s.Stats.Hi/scale)
+	return fmt.Sprintf("%.*f [%.*f, %.*f]", d, s.Stats.Median/scale, d, s.Stats.Lo/scale, d, s.Stats.Hi/scale)
 }
 
 func pText(c stats.Change) string {
@@ -196,7 +208,7 @@ func num(s Summary, scale float64, digits int) string {
 	if len(s.PerBoot) == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.*f", digits, s.Mean/scale)
+	return fmt.Sprintf("%.*f", decimals(s.Mean/scale, digits), s.Mean/scale)
 }
 
 func pct(r Row, digits int) string {

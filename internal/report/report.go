@@ -395,7 +395,7 @@ func Text(lab string, tables []Table, color bool) string {
 				base, pat := r.Variants["baseline"], r.Variants["patched"]
 				name, prod := shortRow(r)
 				tw.AppendRow(table.Row{name, prod, ratioCell(base), ratioCell(pat),
-					paint(deltaCI(r, 3), r.Change, color), pCell(r.Change)})
+					paint(deltaCI(r, digits), r.Change, color), pCell(r.Change)})
 			}
 		}
 		b.WriteString(tw.Render() + "\n")
@@ -467,10 +467,11 @@ func ratioCell(s Summary) string {
 	if len(s.PerBoot) == 0 {
 		return "–"
 	}
+	d := decimals(s.Mean, 3)
 	if len(s.PerBoot) < 2 {
-		return sig(s.Mean, 3)
+		return fmt.Sprintf("%.*f", d, s.Mean)
 	}
-	return fmt.Sprintf("%s ± %s", sig(s.Mean, 3), sig(s.Stddev, 3))
+	return fmt.Sprintf("%.*f ± %.*f", d, s.Mean, d, s.Stddev)
 }
 
 func cell(s Summary, producers, digits int) string {
