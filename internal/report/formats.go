@@ -107,7 +107,11 @@ func evidence(c ClaimResult) string {
 	}
 	var parts []string
 	for _, k := range c.Checks {
-		parts = append(parts, fmt.Sprintf("%s, %s: %+.3f %% [%+.3f, %+.3f], p=%.3f → %s", k.Table, k.Row, k.Change.Pct, k.Change.Lo, k.Change.Hi, k.Change.P, k.Verdict))
+		why := ""
+		if k.Verdict != Reproduced && k.Change.Why != "" {
+			why = " (" + k.Change.Why + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s, %s: %+.3f %% [%+.3f, %+.3f], p=%.3f → %s%s", k.Table, k.Row, k.Change.Pct, k.Change.Lo, k.Change.Hi, k.Change.P, k.Verdict, why))
 	}
 	return strings.Join(parts, "; ")
 }
