@@ -113,7 +113,7 @@ func Caveats(s Shape, h Host, kvm bool) []string {
 		c = append(c, fmt.Sprintf("emulated NUMA: the host has %d node%s, remote memory is no slower than local", len(h.Nodes), plural(len(h.Nodes))))
 	}
 	if !kvm && s.CPUs > h.CPUs {
-		c = append(c, "RCU stall warnings after 300 s instead of 21 s (rcupdate.rcu_cpu_stall_timeout=300): starved vCPU threads are not kernel stalls")
+		c = append(c, "RCU stall timeout 300 s, not 21 s: starved vCPU threads are not kernel stalls")
 	}
 	if kvm && s.CPUs > h.CPUs {
 		c = append(c, "vCPUs share host CPUs: lock holders get descheduled")
