@@ -175,3 +175,18 @@ func TestCompareRuns(t *testing.T) {
 		}
 	}
 }
+
+// A run of one variant (--only patched) still gets every report.
+func TestOneVariantReports(t *testing.T) {
+	r := fakeRun()
+	var keep []results.Boot
+	for _, b := range r.Boots {
+		if b.Variant == "patched" {
+			keep = append(keep, b)
+		}
+	}
+	r.Boots = keep
+	if _, err := Files(Build(r, "x", "test"), r); err != nil {
+		t.Fatal(err)
+	}
+}
