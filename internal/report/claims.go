@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -93,7 +94,7 @@ func judge(direction string, minPct float64, c stats.Change) string {
 		return NotShown
 	case c.Verdict != direction:
 		return Contradicts
-	case minPct > 0 && abs(c.Pct) < minPct:
+	case minPct > 0 && math.Abs(c.Pct) < minPct:
 		return NotShown
 	}
 	return Reproduced
@@ -112,13 +113,6 @@ func overall(checks []ClaimCheck) string {
 
 func tableName(t Table) string {
 	return fmt.Sprintf("%s · %s · %s · %s", t.Shape.Arch, t.Shape.Topology, strings.ToUpper(t.Shape.Accel), t.Shape.Clock)
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // Regressions lists the rows where patched is significantly slower, for

@@ -89,7 +89,7 @@ func compareTables(m *results.Run) []Table {
 		accel[k][b.Variant+":"+b.Accel.Name] = true
 		clock[k][b.Variant+":"+b.Clock] = true
 	}
-	join := func(s map[string]bool) (string, bool) {
+	join := func(s map[string]bool) string {
 		vals := map[string]bool{}
 		for k := range s {
 			vals[k[strings.Index(k, ":")+1:]] = true
@@ -99,14 +99,12 @@ func compareTables(m *results.Run) []Table {
 			l = append(l, v)
 		}
 		sort.Strings(l)
-		return strings.Join(l, " vs "), len(l) == 1
+		return strings.Join(l, " vs ")
 	}
 	for i := range m.Boots {
 		b := &m.Boots[i]
 		k := key{b.Arch, shapeOf(*b).Topology}
-		a, _ := join(accel[k])
-		c, _ := join(clock[k])
-		b.Accel.Name, b.Clock = a, c
+		b.Accel.Name, b.Clock = join(accel[k]), join(clock[k])
 	}
 	return tables(m, false)
 }

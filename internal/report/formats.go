@@ -21,6 +21,15 @@ func digitsFor(t Table) int {
 	return 3
 }
 
+// rowScale is how a row's values are shown: rates in M/s at the table's
+// digits, ratios as they are.
+func rowScale(r Row, digits int) (scale float64, d int) {
+	if r.Metric != MetricRate {
+		return 1, 3
+	}
+	return 1e6, digits
+}
+
 // verdictMark is benchstat's notation: the change, or "~".
 func verdictMark(c stats.Change) string {
 	if c.Verdict == stats.Same {
@@ -40,10 +49,7 @@ func Markdown(d *Document) string {
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
-				scale, d := 1e6, digits
-				if r.Metric != MetricRate {
-					scale, d = 1, 3
-				}
+				scale, d := rowScale(r, digits)
 				base, pat := r.Variants["baseline"], r.Variants["patched"]
 				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.Name(), r.Producers,
 					meanSD(base, scale, d), medianCI(base, scale, d), meanSD(pat, scale, d), medianCI(pat, scale, d),
@@ -165,10 +171,7 @@ func Plain(d *Document) string {
 		digits := digitsFor(t)
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
-				scale, dg := 1e6, digits
-				if r.Metric != MetricRate {
-					scale, dg = 1, 3
-				}
+				scale, dg := rowScale(r, digits)
 				name, prod := shortRow(r)
 				if len(name) > 24 {
 					name = name[:24]

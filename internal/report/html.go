@@ -255,10 +255,7 @@ func HTML(d *Document) (string, error) {
 		digits := digitsFor(t)
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
-				scale, dg := 1e6, digits
-				if r.Metric != MetricRate {
-					scale, dg = 1, 3
-				}
+				scale, dg := rowScale(r, digits)
 				class := r.Change.Verdict
 				if class == "~" {
 					class = "same"

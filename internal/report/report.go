@@ -155,8 +155,8 @@ func (t *Table) finish(driftFloor bool) {
 		for i := range rows {
 			rows[i].Control = slices.Contains(spec.ControlBenchmarks, rows[i].Benchmark)
 			for v, sum := range rows[i].Variants {
-				sum.Mean, sum.Stddev = meanStddev(sum.PerBoot)
 				sum.Stats = stats.Summarize(sum.PerBoot)
+				sum.Mean, sum.Stddev = sum.Stats.Mean, sum.Stats.Stddev
 				rows[i].Variants[v] = sum
 			}
 		}
@@ -237,9 +237,13 @@ func icountFloor(rows []Row) float64 {
 		if !r.Control {
 			continue
 		}
-		b, p := stats.Summarize(r.Variants["baseline"].PerBoot), stats.Summarize(r.Variants["patched"].PerBoot)
-		c := stats.Compare(b.Values, p.Values, 0)
-		floor = math.Max(floor, 3*math.Max(math.Abs(c.Pct), 100*math.Max(b.CV(), p.CV())))
+		// Summaries are already computed (finish); the change is not yet.
+		b, p := r.Variants["baseline"].Stats, r.Variants["patched"].Stats
+		if b.Mean == 0 || p.N == 0 {
+			continue
+		}
+		change := (p.Mean/b.Mean - 1) * 100
+		floor = math.Max(floor, 3*math.Max(math.Abs(change), 100*math.Max(b.CV(), p.CV())))
 	}
 	return floor
 }
@@ -299,23 +303,6 @@ func (t *Table) row(bench string, p int) *Row {
 	}
 	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Metric: MetricRate, Variants: map[string]Summary{}})
 	return &t.Rows[len(t.Rows)-1]
-}
-
-func meanStddev(x []float64) (mean, sd float64) {
-	if len(x) == 0 {
-		return 0, 0
-	}
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	if len(x) < 2 {
-		return mean, 0
-	}
-	for _, v := range x {
-		sd += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(x)-1))
 }
 
 // Header is the line above a table: what ran, and what its figures can show.
