@@ -13,21 +13,18 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/initramfs/targets"
+	"lab/internal/arch"
+	"lab/internal/benchmark"
 )
-
-// kernelPrefix is the arch's syscall entry prefix, e.g. __x64_sys_.
-func kernelPrefix() string {
-	if runtime.GOARCH == "arm64" {
-		return "__arm64_sys_"
-	}
-	return "__x64_sys_"
-}
 
 func getpgid() { unix.Getpgid(0) }
 
 // flock on an fd that is never open: the syscall fails fast with EBADF after
 // its entry, which is what the objpool series' flock loop measured.
 func flock() { unix.Flock(0x7878, 0x8787) }
+
+// syscalls are the kernel loops of the benchmark table.
+var syscalls = map[string]func(){benchmark.LoopGetpgid: getpgid, benchmark.LoopFlock: flock}
 
 // runBenchmark runs one benchmark at p producers and never panics: a
 // failure becomes the result's Error, a kernel that cannot run it its
@@ -56,37 +53,77 @@ type unsupported struct{ why string }
 
 func (u unsupported) Error() string { return u.why }
 
-func dispatch(res *protocol.Result, name string, p int, job protocol.Job) error {
-	switch name {
-	case "usermode-count":
-		res.Attach = "none: the nop target called from user space, counted in user space"
-		return measure(res, p, job, nil, targets.Nop)
-	case "syscall-count":
-		res.Attach = "none: getpgid() called from user space, counted in user space"
-		return measure(res, p, job, nil, getpgid)
-	case "kprobe", "kretprobe", "kprobe-multi", "kretprobe-multi":
-		return kprobeBench(res, name, kernelPrefix()+"getpgid", p, job, getpgid)
-	case "kretprobe-flock":
-		return kprobeBench(res, "kretprobe", kernelPrefix()+"flock", p, job, flock)
-	case "kretprobe-flock-tracefs":
-		return tracefsKretprobe(res, kernelPrefix()+"flock", p, job, flock)
-	}
-	for _, kind := range []string{"uretprobe-multi-", "uprobe-multi-", "uretprobe-", "uprobe-"} {
-		if target, ok := strings.CutPrefix(name, kind); ok {
-			return uprobeBench(res, strings.TrimSuffix(kind, "-"), target, p, job)
-		}
-	}
-	return unsupported{fmt.Sprintf("this agent does not know benchmark %q", name)}
+// plan is how the agent runs one benchmark of the table: the loop its
+// producers call, and for kernel probes the symbol they attach to.
+type plan struct {
+	bench  benchmark.Benchmark
+	loop   func()
+	target targets.Target // uprobe kinds
+	symbol string         // kprobe kinds: the syscall's entry
 }
 
-func uprobeBench(res *protocol.Result, kind, target string, p int, job protocol.Job) error {
-	exe, err := os.Executable()
+func planFor(name string) (plan, error) {
+	b, ok := benchmark.Lookup(name)
+	if !ok {
+		return plan{}, unsupported{fmt.Sprintf("this agent does not know benchmark %q", name)}
+	}
+	a, err := arch.ForGOARCH(runtime.GOARCH)
+	if err != nil {
+		return plan{}, err
+	}
+	if why := b.UnsupportedOn(a.Name); why != "" {
+		return plan{}, unsupported{why}
+	}
+	pl := plan{bench: b}
+	if fn, ok := syscalls[b.Loop]; ok {
+		pl.loop, pl.symbol = fn, a.Syscall(b.Loop)
+		return pl, nil
+	}
+	t, ok := targets.Lookup(b.Loop)
+	if !ok {
+		return plan{}, unsupported{fmt.Sprintf("no %s target on %s", b.Loop, runtime.GOARCH)}
+	}
+	pl.loop, pl.target = t.Call, t
+	return pl, nil
+}
+
+func dispatch(res *protocol.Result, name string, p int, job protocol.Job) error {
+	pl, err := planFor(name)
 	if err != nil {
 		return err
 	}
-	t, ok := targets.Lookup(target)
+	run, ok := runners()[pl.bench.Kind]
 	if !ok {
-		return unsupported{fmt.Sprintf("no %s target on %s", target, runtime.GOARCH)}
+		return unsupported{fmt.Sprintf("this agent cannot run %s benchmarks", pl.bench.Kind)}
+	}
+	return run(res, pl, p, job)
+}
+
+// runners measure each kind of the benchmark table.
+func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job) error {
+	kprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+		return kprobeBench(res, string(pl.bench.Kind), pl.symbol, p, job, pl.loop)
+	}
+	uprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+		return uprobeBench(res, string(pl.bench.Kind), pl.target, p, job)
+	}
+	return map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job) error{
+		benchmark.Count: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+			res.Attach = "none: " + pl.bench.About
+			return measure(res, p, job, nil, pl.loop)
+		},
+		benchmark.Kprobe: kprobe, benchmark.Kretprobe: kprobe, benchmark.KprobeMulti: kprobe, benchmark.KretprobeMulti: kprobe,
+		benchmark.TracefsKretprobe: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+			return tracefsKretprobe(res, pl.symbol, p, job, pl.loop)
+		},
+		benchmark.Uprobe: uprobe, benchmark.Uretprobe: uprobe, benchmark.UprobeMulti: uprobe, benchmark.UretprobeMulti: uprobe,
+	}
+}
+
+func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job protocol.Job) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
 	}
 	loc, err := targets.Locate(exe, t)
 	if err != nil {

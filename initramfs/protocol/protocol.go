@@ -112,6 +112,9 @@ type Result struct {
 	Error       string            `json:"error,omitempty"`
 }
 
+// OK reports whether the result has figures: it ran, and was supported.
+func (r Result) OK() bool { return r.Error == "" && r.Unsupported == "" }
+
 // Rate is hits per second over the samples' measured time: a long interval
 // (steal, a slow guest clock) weighs as much as it lasted.
 func Rate(samples []Sample) float64 {

@@ -1,18 +1,19 @@
 // Package initramfs builds the guest's initramfs with u-root: u-root's init
 // (which mounts the basics and starts uinit) plus lab's guest agent from
-// initramfs/agent as uinit. Images are cached by the agent's sources and the
-// target GOARCH.
+// initramfs/agent as uinit. Images are cached by the agent's sources (every
+// package of this module it imports) and the target GOARCH.
 package initramfs
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -36,21 +37,14 @@ type Image struct {
 	Cached bool
 }
 
-// Key hashes what goes into the image: the sources under initramfs/, the
-// module's go.mod and go.sum, the Go version and GOARCH.
-func Key(moduleRoot, goarch string) (string, error) {
+// Key hashes what goes into the image: the source files of every package of
+// this module the agent is built from (whatever folder they are in), the
+// module's go.mod and go.sum (which pin everything else), the Go version and
+// GOARCH.
+func Key(ctx context.Context, moduleRoot, goarch string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "go=%s goarch=%s\n", runtime.Version(), goarch)
-	var files []string
-	err := filepath.WalkDir(filepath.Join(moduleRoot, "initramfs"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && !strings.HasSuffix(p, "_test.go") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	files, err := agentFiles(ctx, moduleRoot, goarch)
 	if err != nil {
 		return "", err
 	}
@@ -67,10 +61,47 @@ func Key(moduleRoot, goarch string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
 }
 
+// agentFiles lists the source files of the agent and of every package of
+// this module it imports, as `go list -deps` sees them for the guest.
+func agentFiles(ctx context.Context, moduleRoot, goarch string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-json=ImportPath,Dir,GoFiles,SFiles,HFiles,EmbedFiles", AgentPackage)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list the agent's packages: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var files []string
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var pkg struct {
+			ImportPath, Dir                     string
+			GoFiles, SFiles, HFiles, EmbedFiles []string
+		}
+		if err := dec.Decode(&pkg); err != nil {
+			return nil, fmt.Errorf("go list the agent's packages: %w", err)
+		}
+		if pkg.ImportPath != "lab" && !strings.HasPrefix(pkg.ImportPath, "lab/") {
+			continue
+		}
+		for _, group := range [][]string{pkg.GoFiles, pkg.SFiles, pkg.HFiles, pkg.EmbedFiles} {
+			for _, f := range group {
+				files = append(files, filepath.Join(pkg.Dir, f))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("go list found no sources of %s in %s", AgentPackage, moduleRoot)
+	}
+	return files, nil
+}
+
 // Build returns the initramfs for goarch, building it with u-root unless the
 // cache in cacheDir has it. moduleRoot is lab's source checkout.
 func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writer) (*Image, error) {
-	key, err := Key(moduleRoot, goarch)
+	key, err := Key(ctx, moduleRoot, goarch)
 	if err != nil {
 		return nil, fmt.Errorf("initramfs key: %w", err)
 	}

@@ -6,13 +6,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"lab/internal/testenv"
 )
 
 // Builds a real initramfs for each guest arch with u-root and lists it.
 func TestBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds real initramfs images")
-	}
+	testenv.E2E(t, "builds real initramfs images")
 	root, err := ModuleRoot(".")
 	if err != nil {
 		t.Fatal(err)
@@ -46,5 +46,27 @@ func TestBuild(t *testing.T) {
 func TestModuleRootRejectsOtherTrees(t *testing.T) {
 	if _, err := ModuleRoot(t.TempDir()); err == nil {
 		t.Fatal("want an error outside a lab checkout")
+	}
+}
+
+// The key covers every package of this module the agent is built from, not
+// only initramfs/: the benchmark and arch tables live in internal/.
+func TestKeyCoversImportedPackages(t *testing.T) {
+	root, err := ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := agentFiles(context.Background(), root, "arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(files, "\n")
+	for _, want := range []string{"initramfs/agent/main.go", "internal/benchmark/benchmark.go", "internal/arch/arch.go", "initramfs/targets/table_arm64.go"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the key misses %s:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "table_amd64.go") || strings.Contains(joined, "_test.go") {
+		t.Errorf("the arm64 key covers files the arm64 agent is not built from:\n%s", joined)
 	}
 }

@@ -116,12 +116,10 @@ func (b *Builder) BuildDir(a arch.Arch) string {
 	return filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
 }
 
-// Build builds the source tree as it is checked out now, for in, unless the
-// cache has it already. The caller checks out in.Commit first.
+// Build builds the source tree as it is checked out now, for in, and puts
+// the image in the cache. The caller looks in the cache first (Lookup) and
+// checks out in.Commit.
 func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, error) {
-	if info, err := b.Lookup(in); err != nil || info != nil {
-		return info, err
-	}
 	key, err := in.Key()
 	if err != nil {
 		return nil, err
@@ -290,6 +288,22 @@ func errorContext(tail []string) string {
 		errs = tail
 	}
 	return "  " + strings.Join(errs, "\n  ")
+}
+
+// HZ is the kernel's CONFIG_HZ, read from its saved .config; 0 when unknown.
+func (i Info) HZ() int {
+	data, err := os.ReadFile(i.Config)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "CONFIG_HZ="); ok {
+			var hz int
+			fmt.Sscan(v, &hz)
+			return hz
+		}
+	}
+	return 0
 }
 
 // CompilerVersion is the first line of cc --version, part of the cache key.

@@ -7,6 +7,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/variant"
 )
 
 // BenchFiles writes a run in the Go benchmark format, one file per variant
@@ -17,7 +18,7 @@ import (
 // their own benchmarks.
 func BenchFiles(r *results.Run) map[string]string {
 	out := map[string]string{}
-	for _, v := range []string{"baseline", "patched"} {
+	for _, v := range variant.Both {
 		var b strings.Builder
 		// The same configuration lines in both files: benchstat would split
 		// its tables on any key that differs.
@@ -40,22 +41,20 @@ func BenchFiles(r *results.Run) map[string]string {
 				lines = append(lines, fmt.Sprintf("Benchmark%s/%s 	%d	%.4f ns/op	%.1f hits/s",
 					camel(res.Benchmark), keys(bt, res.Producers), max(hits, 1), 1e9/rate, rate))
 			}
-			var ratios []string
-			for k := range bt.Ratios {
-				ratios = append(ratios, k)
-			}
-			sort.Strings(ratios)
-			for _, k := range ratios {
-				// "uprobe-nop p2/p1"
-				name, rest, _ := strings.Cut(k, " p")
-				var p int
-				fmt.Sscanf(rest, "%d/p1", &p)
-				lines = append(lines, fmt.Sprintf("Benchmark%sScaling/%s 	1	%.5f rate/rate-p1", camel(name), keys(bt, p), bt.Ratios[k]))
+			ratios := bt.Ratios()
+			sort.SliceStable(ratios, func(i, j int) bool {
+				if ratios[i].Benchmark != ratios[j].Benchmark {
+					return ratios[i].Benchmark < ratios[j].Benchmark
+				}
+				return fmt.Sprint(ratios[i].Producers) < fmt.Sprint(ratios[j].Producers)
+			})
+			for _, x := range ratios {
+				lines = append(lines, fmt.Sprintf("Benchmark%sScaling/%s 	1	%.5f rate/rate-p1", camel(x.Benchmark), keys(bt, x.Producers), x.Value))
 			}
 		}
 		b.WriteString(strings.Join(lines, "\n"))
 		b.WriteString("\n")
-		out[v+".txt"] = b.String()
+		out[string(v)+".txt"] = b.String()
 	}
 	return out
 }

@@ -71,15 +71,11 @@ func CheckClaims(claims []spec.Claim, tables []Table) []ClaimResult {
 				if r.Benchmark != c.Benchmark || (len(c.Producers) > 0 && !slices.Contains(c.Producers, r.Producers)) {
 					continue
 				}
-				if len(r.Variants["baseline"].PerBoot) == 0 || len(r.Variants["patched"].PerBoot) == 0 {
+				if r.Change.NoData {
 					continue
 				}
 				v := judge(c.Direction, min, r.Change)
-				name := fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
-				if c.Scaling {
-					name = r.Name()
-				}
-				res.Checks = append(res.Checks, ClaimCheck{Table: tableName(t), Row: name, Verdict: v, Change: r.Change})
+				res.Checks = append(res.Checks, ClaimCheck{Table: tableName(t), Row: r.Label(), Verdict: v, Change: r.Change})
 			}
 		}
 		res.Verdict = overall(res.Checks)
@@ -111,10 +107,6 @@ func overall(checks []ClaimCheck) string {
 	return v
 }
 
-func tableName(t Table) string {
-	return fmt.Sprintf("%s · %s · %s · %s", t.Shape.Arch, t.Shape.Topology, strings.ToUpper(t.Shape.Accel), t.Shape.Clock)
-}
-
 // Regressions lists the rows where patched is significantly slower, for
 // --fail-on-regression. Controls are left out: they measure the host.
 func Regressions(tables []Table) []string {
@@ -123,11 +115,7 @@ func Regressions(tables []Table) []string {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				if !r.Control && r.Change.Verdict == stats.Slower {
-					name := fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
-					if r.Metric != MetricRate {
-						name = r.Name()
-					}
-					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", tableName(t), name, r.Change.Pct, r.Change.P))
+					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", tableName(t), r.Label(), r.Change.Pct, r.Change.P))
 				}
 			}
 		}

@@ -2,11 +2,11 @@ package report
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"lab/internal/results"
 	"lab/internal/stats"
+	"lab/internal/variant"
 )
 
 // Document is everything a report shows, built from results.json alone.
@@ -49,64 +49,37 @@ func Build(r *results.Run, dir, generator string) *Document {
 	return d
 }
 
-// BuildCompare sets variant of run a (as "baseline") against variant of run
-// b (as "patched"): two series, two hosts, KVM against TCG. Boots are
-// matched by arch and shape; accelerator and clock may differ, and the
-// table header says so.
-func BuildCompare(a, b *results.Run, dirA, dirB, variant, generator string) *Document {
-	m := &results.Run{Lab: a.Lab + " vs " + b.Lab, Claims: nil}
+// BuildCompare sets variant v of run a (as "baseline") against the same
+// variant of run b (as "patched"): two series, two hosts, KVM against TCG.
+// Boots are matched by arch and shape; accelerator and clock may differ,
+// each side keeps its own, and the table header names both.
+func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, generator string) *Document {
+	var boots []results.Boot
 	for _, side := range []struct {
 		r    *results.Run
-		role string
-	}{{a, "baseline"}, {b, "patched"}} {
+		role variant.Variant
+	}{{a, variant.Baseline}, {b, variant.Patched}} {
 		for _, bt := range side.r.Boots {
-			if bt.Variant != variant {
+			if bt.Variant != v {
 				continue
 			}
 			bt.Variant = side.role
-			m.Boots = append(m.Boots, bt)
+			boots = append(boots, bt)
 		}
 	}
-	d := &Document{Title: fmt.Sprintf("%s (%s) against %s (%s), %s kernels", a.Lab, a.RunID, b.Lab, b.RunID, variant),
-		Lab: m.Lab, Compare: true, Generator: generator}
-	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+variant+" of this run"), runInfo(b, dirB, "patched column: "+variant+" of this run")}
-	d.Tables = compareTables(m)
+	lab := a.Lab + " vs " + b.Lab
+	title := fmt.Sprintf("%s (%s) against %s (%s), %s kernels", a.Lab, a.RunID, b.Lab, b.RunID, v)
+	if a.Lab == b.Lab {
+		lab = a.Lab
+	}
+	d := &Document{Title: title, Lab: lab, Compare: true, Generator: generator}
+	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+string(v)+" of this run"), runInfo(b, dirB, "patched column: "+string(v)+" of this run")}
+	d.Tables = tables(boots, topoKey, false)
 	d.Caveats = caveats(d.Tables)
+	if a.Lab != b.Lab {
+		d.Caveats = append([]string{fmt.Sprintf("two different labs (%s and %s): their kernels, series and benchmarks may differ", a.Lab, b.Lab)}, d.Caveats...)
+	}
 	return d
-}
-
-// compareTables groups by arch and topology only, so that runs under
-// different accelerators or clocks still meet; the shape then names both.
-func compareTables(m *results.Run) []Table {
-	type key struct{ arch, topo string }
-	accel, clock := map[key]map[string]bool{}, map[key]map[string]bool{}
-	for i := range m.Boots {
-		b := &m.Boots[i]
-		k := key{b.Arch, shapeOf(*b).Topology}
-		if accel[k] == nil {
-			accel[k], clock[k] = map[string]bool{}, map[string]bool{}
-		}
-		accel[k][b.Variant+":"+b.Accel.Name] = true
-		clock[k][b.Variant+":"+b.Clock] = true
-	}
-	join := func(s map[string]bool) string {
-		vals := map[string]bool{}
-		for k := range s {
-			vals[k[strings.Index(k, ":")+1:]] = true
-		}
-		var l []string
-		for v := range vals {
-			l = append(l, v)
-		}
-		sort.Strings(l)
-		return strings.Join(l, " vs ")
-	}
-	for i := range m.Boots {
-		b := &m.Boots[i]
-		k := key{b.Arch, shapeOf(*b).Topology}
-		b.Accel.Name, b.Clock = join(accel[k]), join(clock[k])
-	}
-	return tables(m, false)
 }
 
 func runInfo(r *results.Run, dir, role string) RunInfo {
@@ -125,18 +98,18 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		if b.Outcome == nil {
 			continue
 		}
-		s := shapeOf(b)
-		k := fmt.Sprintf("%s %s", b.Arch, s.Topology)
+		topo := topoKey(b).topology
+		k := fmt.Sprintf("%s %s", b.Arch, topo)
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		ri.QEMU = append(ri.QEMU, fmt.Sprintf("%s, %s: QEMU %s, %s (%s), %s clock", b.Arch, s.Topology, b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Clock))
+		ri.QEMU = append(ri.QEMU, fmt.Sprintf("%s, %s: QEMU %s, %s (%s), %s clock", b.Arch, topo, b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Clock))
 		ri.Args = append(ri.Args, b.Outcome.QEMU+" "+shellJoin(b.Outcome.Args))
 	}
 	for _, b := range r.Boots {
 		if !b.OK() {
-			ri.Failed = append(ri.Failed, fmt.Sprintf("boot %d (%s %s): %s", b.Index, b.Arch, b.Variant, firstLine(b.Error)))
+			ri.Failed = append(ri.Failed, fmt.Sprintf("boot %d (%s %s): %s: %s", b.Index, b.Arch, b.Variant, b.Failure.Kind, firstLine(b.Failure.Message)))
 		}
 	}
 	return ri
@@ -167,9 +140,9 @@ func caveats(tables []Table) []string {
 	}
 	for _, t := range tables {
 		switch {
-		case strings.Contains(t.Shape.Clock, "icount"):
+		case t.Shape.ICount():
 			add("TCG icount: rates are per 10^9 guest instructions, i.e. path length; caches, locks and contention cost nothing, so the sizes are not hardware sizes")
-		case strings.Contains(t.Shape.Accel, "tcg"):
+		case t.Shape.TCG():
 			add("TCG (emulated CPU): absolute rates are not hardware rates and drift between boots; compare within a run, prefer the scaling ratios")
 		}
 		if t.Shape.Caveats != "" {
@@ -178,8 +151,8 @@ func caveats(tables []Table) []string {
 			}
 		}
 		minN := stats.MinN()
-		if t.Boots["baseline"] < minN || t.Boots["patched"] < minN {
-			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", tableName(t), t.Boots["baseline"], t.Boots["patched"], stats.Alpha, minN))
+		if t.Boots.Baseline < minN || t.Boots.Patched < minN {
+			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", tableName(t), t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
 		}
 		for _, dr := range t.Drift {
 			add(tableName(t) + ": " + dr)
@@ -204,11 +177,6 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
 
 // shellJoin quotes args for a POSIX shell.

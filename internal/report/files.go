@@ -12,7 +12,7 @@ import (
 // Files are the report's outputs by file name.
 func Files(d *Document, r *results.Run) (map[string][]byte, error) {
 	out := map[string][]byte{
-		"report.txt":    []byte(Text(d.Lab, d.Tables, false)),
+		"report.txt":    []byte(Text(d, false)),
 		"report.md":     []byte(Markdown(d)),
 		"report-80.txt": []byte(Plain(d)),
 		"report.csv":    []byte(CSV(d)),

@@ -5,67 +5,64 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
 	"lab/internal/stats"
-	"lab/internal/vm"
+	"lab/internal/variant"
 )
 
-// digitsFor is how many decimals a table's rates need: icount repeats to
-// about 0.01 %.
-func digitsFor(t Table) int {
-	if t.Shape.Clock == vm.ClockICount {
-		return 5
-	}
-	return 3
-}
-
-// rowScale is how a row's values are shown: rates in M/s at the table's
-// digits, ratios as they are.
-func rowScale(r Row, digits int) (scale float64, d int) {
-	if r.Metric != MetricRate {
-		return 1, 3
-	}
-	return 1e6, digits
-}
-
-// verdictMark is benchstat's notation: the change, or "~".
-func verdictMark(c stats.Change) string {
-	if c.Verdict == stats.Same {
-		return "~"
-	}
-	return c.Verdict
-}
-
-// Markdown is the report for a cover letter or a pull request.
+// Markdown is the report for a cover letter or a pull request: the answer
+// first (a headline per table and the claims), then the tables.
 func Markdown(d *Document) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", d.Title)
-	for _, t := range d.Tables {
-		fmt.Fprintf(&b, "## %s\n\n", Header(d.Lab, t))
-		digits := digitsFor(t)
-		b.WriteString("| benchmark | producers | baseline M/s (mean ± sd) | baseline median [95% CI] | patched M/s (mean ± sd) | patched median [95% CI] | Δ [95% CI] | p | |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
-		for _, rows := range [][]Row{t.Rows, t.Scaling} {
-			for _, r := range rows {
-				scale, d := rowScale(r, digits)
-				base, pat := r.Variants["baseline"], r.Variants["patched"]
-				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.Name(), r.Producers,
-					meanSD(base, scale, d), medianCI(base, scale, d), meanSD(pat, scale, d), medianCI(pat, scale, d),
-					deltaCI(r, d+2), pText(r.Change), verdictMark(r.Change))
-			}
-		}
-		b.WriteString("\n")
-		for _, n := range Notes(t) {
-			fmt.Fprintf(&b, "- %s\n", n)
+	views := Views(d)
+	for _, v := range views {
+		fmt.Fprintf(&b, "%s\n\n", v.Headline)
+	}
+	if len(d.Claims) > 0 {
+		fmt.Fprintf(&b, "**%s**\n\n| claim | verdict | evidence |\n|---|---|---|\n", capitalize(ClaimsLine(d.Claims)))
+		for _, c := range d.Claims {
+			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", ClaimText(c.Claim), c.Verdict, evidence(c))
 		}
 		b.WriteString("\n")
 	}
-	if len(d.Claims) > 0 {
-		b.WriteString("## Claims\n\n| claim | verdict | evidence |\n|---|---|---|\n")
-		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", ClaimText(c.Claim), c.Verdict, evidence(c))
+	for _, v := range views {
+		fmt.Fprintf(&b, "## %s\n\n", v.Header)
+		head := []string{"benchmark", "producers"}
+		align := []string{"---", "--:"}
+		for _, side := range v.Sides {
+			head = append(head, string(side)+" M/s (mean ± sd)")
+			align = append(align, "--:")
+			if v.Medians {
+				head = append(head, string(side)+" median [95% CI]")
+				align = append(align, "--:")
+			}
+		}
+		if v.Compared {
+			head = append(head, "Δ [95% CI]", "p", "")
+			align = append(align, "--:", "--:", "---")
+		}
+		fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
+		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
+			cells := []string{c.Name, c.Producers}
+			for _, side := range v.Sides {
+				cells = append(cells, c.MeanSD.Get(side))
+				if v.Medians {
+					cells = append(cells, c.Median.Get(side))
+				}
+			}
+			if v.Compared {
+				cells = append(cells, c.Delta, c.P, c.Mark)
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+		}
+		b.WriteString("\n")
+		for _, n := range v.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
 		}
 		b.WriteString("\n")
 	}
@@ -81,6 +78,13 @@ func Markdown(d *Document) string {
 		writeProvenance(&b, r, "- ", "`")
 	}
 	return b.String()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func writeProvenance(b *strings.Builder, r RunInfo, bullet, code string) {
@@ -122,73 +126,35 @@ func evidence(c ClaimResult) string {
 	return strings.Join(parts, "; ")
 }
 
-// decimals is how many decimals show digits significant digits of v, at
-// least digits: ratios like 0.019 need more than rates do.
-func decimals(v float64, digits int) int {
-	if v == 0 || math.Abs(v) >= 1 {
-		return digits
-	}
-	return max(digits, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
-}
-
-func meanSD(s Summary, scale float64, digits int) string {
-	if len(s.PerBoot) == 0 {
-		return "–"
-	}
-	d := decimals(s.Mean/scale, digits)
-	if len(s.PerBoot) == 1 {
-		return fmt.Sprintf("%.*f (n=1)", d, s.Mean/scale)
-	}
-	return fmt.Sprintf("%.*f ± %.*f (n=%d)", d, s.Mean/scale, d, s.Stddev/scale, len(s.PerBoot))
-}
-
-func medianCI(s Summary, scale float64, digits int) string {
-	if len(s.PerBoot) == 0 {
-		return "–"
-	}
-	d := decimals(s.Stats.Median/scale, digits)
-	if !s.Stats.HasCI {
-		return fmt.Sprintf("%.*f [n=%d: no 95%% CI]", d, s.Stats.Median/scale, len(s.PerBoot))
-	}
-	return fmt.Sprintf("%.*f [%.*f, %.*f]", d, s.Stats.Median/scale, d, s.Stats.Lo/scale, d, s.Stats.Hi/scale)
-}
-
-func pText(c stats.Change) string {
-	if c.Why == "no observations" {
-		return "–"
-	}
-	return fmt.Sprintf("%.3f", c.P)
-}
-
-// Plain is an 80-column table for mailing lists, in the style of the
-// seeds' cover letters: one line per benchmark, medians of boots.
+// Plain is an 80-column report for mailing lists, in the style of the
+// seeds' cover letters: the headlines and claims first, then one line per
+// row with the means of boots.
 func Plain(d *Document) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", wrap(d.Title, 80, ""))
-	for _, t := range d.Tables {
-		b.WriteString("\n" + wrap(Header(d.Lab, t), 80, "  ") + "\n")
-		fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", "benchmark (M/s)", "P", "baseline", "patched", "change", "p")
-		digits := digitsFor(t)
-		for _, rows := range [][]Row{t.Rows, t.Scaling} {
-			for _, r := range rows {
-				scale, dg := rowScale(r, digits)
-				name, prod := shortRow(r)
-				if len(name) > 24 {
-					name = name[:24]
-				}
-				base, pat := r.Variants["baseline"], r.Variants["patched"]
-				fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, prod,
-					num(base, scale, dg), num(pat, scale, dg), pct(r, dg), pText(r.Change), mark(r.Change))
-			}
-		}
-		for _, n := range Notes(t) {
-			b.WriteString(wrap(n, 80, "  ") + "\n")
-		}
+	views := Views(d)
+	for _, v := range views {
+		b.WriteString("\n" + wrap(v.Headline, 80, "  ") + "\n")
 	}
 	if len(d.Claims) > 0 {
-		b.WriteString("\nclaims:\n")
+		b.WriteString("\n" + ClaimsLine(d.Claims) + ":\n")
 		for _, c := range d.Claims {
 			b.WriteString(wrap(fmt.Sprintf("- %s: %s", ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
+		}
+	}
+	for _, v := range views {
+		b.WriteString("\n" + wrap(v.Header, 80, "  ") + "\n")
+		fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", "benchmark (M/s)", "P", "baseline", "patched", "change", "p")
+		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
+			name := c.Short
+			if len(name) > 24 {
+				name = name[:24]
+			}
+			fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, c.ShortProducers,
+				c.Value.Baseline, c.Value.Patched, c.DeltaShort, c.P, c.MarkShort)
+		}
+		for _, n := range v.Notes {
+			b.WriteString(wrap(n, 80, "  ") + "\n")
 		}
 	}
 	for _, c := range d.Caveats {
@@ -198,38 +164,6 @@ func Plain(d *Document) string {
 		b.WriteString(wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
 	}
 	return b.String()
-}
-
-// shortRow names a row in two short columns: "uprobe-nop scaling", "2/1".
-func shortRow(r Row) (name, producers string) {
-	switch r.Metric {
-	case MetricScaling:
-		return r.Benchmark + " scaling", fmt.Sprintf("%d/1", r.Producers)
-	case MetricVsFree:
-		return r.Benchmark + " ÷free", fmt.Sprint(r.Producers)
-	}
-	return r.Benchmark, fmt.Sprint(r.Producers)
-}
-
-func num(s Summary, scale float64, digits int) string {
-	if len(s.PerBoot) == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.*f", decimals(s.Mean/scale, digits), s.Mean/scale)
-}
-
-func pct(r Row, digits int) string {
-	if r.Change.Why == "no observations" {
-		return "–"
-	}
-	return fmt.Sprintf("%+.*f%%", digits-2, r.Change.Pct)
-}
-
-func mark(c stats.Change) string {
-	if c.Verdict == stats.Same {
-		return "~"
-	}
-	return ""
 }
 
 // wrap breaks s at spaces so that no line is longer than width.
@@ -265,11 +199,11 @@ func CSV(d *Document) string {
 	for _, t := range d.Tables {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
-				rec := []string{t.Shape.Arch, fmt.Sprint(t.Shape.CPUs), t.Shape.Topology, t.Shape.Accel, t.Shape.Clock,
+				rec := []string{t.Shape.Arch, fmt.Sprint(t.Shape.CPUs), t.Shape.Topology, pairText(t.Shape.Accel), pairText(t.Shape.Clock),
 					r.Benchmark, fmt.Sprint(r.Producers), r.Metric, fmt.Sprint(r.Control)}
-				for _, v := range []string{"baseline", "patched"} {
-					s := r.Variants[v]
-					rec = append(rec, fmt.Sprint(len(s.PerBoot)), f(s.Mean), f(s.Stddev), f(s.Stats.Median), f(s.Stats.Lo), f(s.Stats.Hi))
+				for _, v := range variant.Both {
+					s := r.Variants.Get(v)
+					rec = append(rec, fmt.Sprint(s.N), f(s.Mean), f(s.Stddev), f(s.Median), f(s.Lo), f(s.Hi))
 				}
 				rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct))
 				w.Write(rec)
@@ -280,7 +214,97 @@ func CSV(d *Document) string {
 	return buf.String()
 }
 
+// pairText is one field of a shape: "tcg", or "tcg vs kvm" when the two
+// sides of a comparison differ.
+func pairText(p variant.Pair[string]) string {
+	if p.Baseline == p.Patched {
+		return p.Baseline
+	}
+	return p.Baseline + " vs " + p.Patched
+}
+
 // JSON is the whole document.
 func JSON(d *Document) ([]byte, error) {
 	return json.MarshalIndent(d, "", "  ")
+}
+
+// Text is the terminal report: the headlines and the claims' verdicts, then
+// each table; color marks significant changes (only on a terminal).
+func Text(d *Document, color bool) string {
+	var b strings.Builder
+	views := Views(d)
+	for _, v := range views {
+		b.WriteString(v.Headline + "\n")
+	}
+	if len(d.Claims) > 0 {
+		b.WriteString(ClaimsLine(d.Claims) + "\n")
+		for _, c := range d.Claims {
+			fmt.Fprintf(&b, "  claim: %s: %s\n", ClaimText(c.Claim), strings.ToUpper(c.Verdict))
+		}
+	}
+	for _, v := range views {
+		b.WriteString("\n" + v.Header + "\n")
+		tw := table.NewWriter()
+		tw.SetStyle(plainStyle())
+		head := table.Row{"benchmark", "producers"}
+		for _, side := range v.Sides {
+			head = append(head, string(side)+" M/s")
+		}
+		if v.Compared {
+			head = append(head, "Δ [95% CI]", "p")
+		}
+		tw.AppendHeader(head)
+		var cols []table.ColumnConfig
+		for i := 2; i <= len(head); i++ {
+			cols = append(cols, table.ColumnConfig{Number: i, Align: text.AlignRight})
+		}
+		tw.SetColumnConfigs(cols)
+		add := func(c Cells, name, producers string) {
+			row := table.Row{name, producers}
+			for _, side := range v.Sides {
+				row = append(row, c.Terminal.Get(side))
+			}
+			if v.Compared {
+				row = append(row, paint(c.DeltaTerminal, c.Row.Change.Verdict, color), c.PMarked)
+			}
+			tw.AppendRow(row)
+		}
+		for _, c := range v.Rates {
+			add(c, c.Name, c.Producers)
+		}
+		if len(v.Ratios) > 0 {
+			tw.AppendSeparator()
+			for _, c := range v.Ratios {
+				add(c, c.Short, c.ShortProducers)
+			}
+		}
+		b.WriteString(tw.Render() + "\n")
+		for _, n := range v.Notes {
+			b.WriteString("  " + n + "\n")
+		}
+	}
+	return b.String()
+}
+
+func paint(s, verdict string, color bool) string {
+	if !color {
+		return s
+	}
+	switch verdict {
+	case stats.Faster:
+		return text.FgGreen.Sprint(s)
+	case stats.Slower:
+		return text.FgRed.Sprint(s)
+	}
+	return s
+}
+
+func plainStyle() table.Style {
+	s := table.StyleDefault
+	s.Options.DrawBorder = false
+	s.Options.SeparateColumns = false
+	s.Options.SeparateHeader = false
+	s.Options.SeparateRows = false
+	s.Format.Header = text.FormatDefault
+	return s
 }

@@ -12,6 +12,7 @@ import (
 	"lab/internal/results"
 	"lab/internal/spec"
 	"lab/internal/topology"
+	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
@@ -36,9 +37,9 @@ func fakeRun() *results.Run {
 		return protocol.Result{Benchmark: bench, Producers: p, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(rate), Rate: rate}}}
 	}
 	for i := 0; i < 10; i++ {
-		v, k := "baseline", 1.0
+		v, k := variant.Baseline, 1.0
 		if i%2 == 1 {
-			v, k = "patched", 1.10
+			v, k = variant.Patched, 1.10
 		}
 		j := float64(i / 2) // boot-to-boot spread, the same for both variants
 		b := results.Boot{Index: i + 1, Arch: "x86_64", CPUs: 2, Variant: v, Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall,
@@ -51,16 +52,6 @@ func fakeRun() *results.Run {
 				res("usermode-count", 1, 50e6+1e4*j),
 				res("usermode-count", 2, 100e6+1e4*j),
 			}}
-		b.Ratios = map[string]float64{}
-		for _, x := range b.Results {
-			if x.Producers == 2 {
-				for _, y := range b.Results {
-					if y.Benchmark == x.Benchmark && y.Producers == 1 {
-						b.Ratios[fmt.Sprintf("%s p2/p1", x.Benchmark)] = x.Samples[0].Rate / y.Samples[0].Rate
-					}
-				}
-			}
-		}
 		r.Boots = append(r.Boots, b)
 	}
 	return r
@@ -127,10 +118,10 @@ func TestClaimsVerdicts(t *testing.T) {
 	// The same data read the other way round contradicts the claims.
 	r := fakeRun()
 	for i := range r.Boots {
-		if r.Boots[i].Variant == "baseline" {
-			r.Boots[i].Variant = "patched"
+		if r.Boots[i].Variant == variant.Baseline {
+			r.Boots[i].Variant = variant.Patched
 		} else {
-			r.Boots[i].Variant = "baseline"
+			r.Boots[i].Variant = variant.Baseline
 		}
 	}
 	d = Build(r, "x", "test")
@@ -155,18 +146,18 @@ func TestCompareRuns(t *testing.T) {
 			s.Rate *= 2
 		}
 	}
-	d := BuildCompare(a, b, "A", "B", "patched", "test")
+	d := BuildCompare(a, b, "A", "B", variant.Patched, "test")
 	if len(d.Tables) != 1 || len(d.Runs) != 2 {
 		t.Fatalf("%d tables, %d runs", len(d.Tables), len(d.Runs))
 	}
 	tb := d.Tables[0]
-	if tb.Shape.Accel != "kvm vs tcg" {
-		t.Errorf("accelerator %q, want both named", tb.Shape.Accel)
+	if tb.Shape.Accel.Baseline != vm.TCG || tb.Shape.Accel.Patched != vm.KVM {
+		t.Errorf("accelerators %+v, want each side's own", tb.Shape.Accel)
 	}
-	if h := Header(d.Lab, tb); !strings.Contains(h, "accelerators KVM VS TCG") {
+	if h := Header(d.Lab, tb); !strings.Contains(h, "accelerators TCG (baseline column) vs KVM (patched column)") {
 		t.Errorf("header %q does not name both accelerators", h)
 	}
-	if tb.Boots["baseline"] != 5 || tb.Boots["patched"] != 5 {
+	if tb.Boots.Baseline != 5 || tb.Boots.Patched != 5 {
 		t.Errorf("boots %v", tb.Boots)
 	}
 	for _, r := range tb.Rows {
@@ -181,12 +172,23 @@ func TestOneVariantReports(t *testing.T) {
 	r := fakeRun()
 	var keep []results.Boot
 	for _, b := range r.Boots {
-		if b.Variant == "patched" {
+		if b.Variant == variant.Patched {
 			keep = append(keep, b)
 		}
 	}
 	r.Boots = keep
-	if _, err := Files(Build(r, "x", "test"), r); err != nil {
+	d := Build(r, "x", "test")
+	files, err := Files(d, r)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Only the patched columns: no empty baseline, no change without a side
+	// to compare with.
+	md := string(files["report.md"])
+	if strings.Contains(md, "baseline M/s") || strings.Contains(md, "Δ [95% CI]") || !strings.Contains(md, "patched M/s") {
+		t.Errorf("one-variant table:\n%s", md)
+	}
+	if !strings.Contains(d.Tables[0].Shape.Accel.Baseline, vm.TCG) {
+		t.Errorf("a side without boots names no accelerator: %+v", d.Tables[0].Shape)
 	}
 }

@@ -5,18 +5,23 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"lab/internal/benchmark"
+	"lab/internal/variant"
 )
 
 // Chart is one SVG figure of the HTML report.
 type Chart struct {
-	Title string
-	SVG   template.HTML
+	Title  string
+	Legend bool // baseline and patched are drawn: the caption names their colours
+	SVG    template.HTML
 }
 
 // Charts draws, for each table, throughput against producers for every
@@ -33,6 +38,10 @@ func Charts(d *Document) ([]Chart, error) {
 			}
 			byBench[r.Benchmark] = append(byBench[r.Benchmark], r)
 		}
+		// Probes first, then the controls.
+		sort.SliceStable(order, func(i, j int) bool {
+			return !benchmark.IsControl(order[i]) && benchmark.IsControl(order[j])
+		})
 		for _, b := range order {
 			rows := byBench[b]
 			if len(rows) < 2 {
@@ -42,7 +51,7 @@ func Charts(d *Document) ([]Chart, error) {
 			if err != nil {
 				return nil, fmt.Errorf("chart %s: %w", b, err)
 			}
-			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", tableName(t), b), SVG: svg})
+			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", tableName(t), b), Legend: true, SVG: svg})
 		}
 		svg, err := changeChart(t)
 		if err != nil {
@@ -68,16 +77,15 @@ var (
 
 func scalingChart(bench string, rows []Row) (template.HTML, error) {
 	p := plot.New()
-	p.Title.Text = bench
 	p.X.Label.Text = "producers"
 	p.Y.Label.Text = "M/s (mean ± sd over boots)"
 	p.Add(plotter.NewGrid())
 	var ticks []plot.Tick
-	for i, v := range []string{"baseline", "patched"} {
+	for i, v := range variant.Both {
 		var pts errPoints
 		for _, r := range rows {
-			s := r.Variants[v]
-			if len(s.PerBoot) == 0 {
+			s := r.Variants.Get(v)
+			if s.N == 0 {
 				continue
 			}
 			pts.XYs = append(pts.XYs, plotter.XY{X: float64(r.Producers), Y: s.Mean / 1e6})
@@ -94,7 +102,7 @@ func scalingChart(bench string, rows []Row) (template.HTML, error) {
 			return "", err
 		}
 		c := baseColor
-		if v == "patched" {
+		if v == variant.Patched {
 			c = patchColor
 			scatter.Shape = draw.BoxGlyph{}
 		}
@@ -105,29 +113,29 @@ func scalingChart(bench string, rows []Row) (template.HTML, error) {
 		}
 		bars.Color = c
 		p.Add(line, scatter, bars)
-		p.Legend.Add(v, line, scatter)
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Legend.Top = true
-	p.Legend.Left = true
+	// No legend inside the plot, where it would cover data: the figure's
+	// caption names the colours (Chart.Legend).
 	return svgOf(p, 6*vg.Inch, 3.5*vg.Inch)
 }
 
 func changeChart(t Table) (template.HTML, error) {
-	rows := append(append([]Row(nil), t.Rows...), t.Scaling...)
+	// Probes first, then the controls, each in the table's order.
+	rows := t.AllRows()
+	sort.SliceStable(rows, func(i, j int) bool { return !rows[i].Control && rows[j].Control })
 	p := plot.New()
-	p.Title.Text = "Δ patched/baseline − 1 (%)"
-	p.Y.Label.Text = "%"
+	p.Y.Label.Text = "Δ patched/baseline − 1 (%)"
 	p.Add(plotter.NewGrid())
 	var pts errPoints
 	var ticks []plot.Tick
 	for i, r := range rows {
-		if r.Change.Why == "no observations" {
+		if r.Change.NoData {
 			continue
 		}
 		pts.XYs = append(pts.XYs, plotter.XY{X: float64(i), Y: r.Change.Pct})
 		pts.YErrors = append(pts.YErrors, struct{ Low, High float64 }{r.Change.Pct - r.Change.Lo, r.Change.Hi - r.Change.Pct})
-		ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprintf("%s p%d", r.Name(), r.Producers)})
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: r.Label()})
 	}
 	if len(pts.XYs) == 0 {
 		return "", nil
@@ -171,7 +179,7 @@ func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 	return template.HTML(s), nil
 }
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("page").Funcs(template.FuncMap{"rowOf": rowOf}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{{.Doc.Title}}</title>
 <style>
@@ -182,26 +190,33 @@ td.n { text-align: right; font-family: monospace; }
 tr.faster td.d { color: #070; font-weight: bold; }
 tr.slower td.d { color: #b00; font-weight: bold; }
 tr.control td { color: #666; }
+tr.sep td { border: none; height: 0.6em; }
+p.headline { font-size: 110%; }
+span.key { font-weight: bold; margin-left: 0.8em; }
 figure { margin: 1em 0; }
 code { font-size: 85%; word-break: break-all; }
 .verdict { font-weight: bold; }
 </style></head><body>
 <h1>{{.Doc.Title}}</h1>
-{{range .Tables}}
-<h2>{{.Header}}</h2>
-<table>
-<tr><th>benchmark</th><th>producers</th><th>baseline (mean ± sd)</th><th>baseline median [95% CI]</th><th>patched (mean ± sd)</th><th>patched median [95% CI]</th><th>Δ [95% CI]</th><th>p</th><th></th></tr>
-{{range .Rows}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="n">{{.Producers}}</td><td class="n">{{.Base}}</td><td class="n">{{.BaseMed}}</td><td class="n">{{.Pat}}</td><td class="n">{{.PatMed}}</td><td class="n d">{{.Delta}}</td><td class="n">{{.P}}</td><td>{{.Mark}}</td></tr>
-{{end}}</table>
-<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+{{range .Views}}<p class="headline">{{.Headline}}</p>
 {{end}}
-<h2>Charts</h2>
-{{range .Charts}}<figure class="chart"><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>
-{{end}}
-{{if .Doc.Claims}}<h2>Claims</h2>
+{{if .Doc.Claims}}<h2>{{.ClaimsLine}}</h2>
 <table><tr><th>claim</th><th>verdict</th><th>evidence</th></tr>
 {{range .Claims}}<tr><td>{{.Text}}</td><td class="verdict">{{.Verdict}}</td><td>{{.Evidence}}</td></tr>{{end}}
 </table>{{end}}
+{{range .Views}}{{$v := .}}
+<h2>{{.Header}}</h2>
+<table>
+<tr><th>benchmark</th><th>producers</th>{{range .Sides}}<th>{{.}} (mean ± sd)</th>{{if $v.Medians}}<th>{{.}} median [95% CI]</th>{{end}}{{end}}{{if .Compared}}<th>Δ [95% CI]</th><th>p</th><th></th>{{end}}</tr>
+{{range .Rates}}{{template "row" (rowOf $v .)}}{{end}}
+{{if .Ratios}}<tr class="sep"><td colspan="9"></td></tr>{{end}}
+{{range .Ratios}}{{template "row" (rowOf $v .)}}{{end}}
+</table>
+<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+{{end}}
+{{if .Charts}}<h2>Charts</h2>
+{{range .Charts}}<figure class="chart"><figcaption>{{.Title}}{{if .Legend}} <span class="key" style="color:#4477aa">● baseline</span> <span class="key" style="color:#ee6677">■ patched</span>{{end}}</figcaption>{{.SVG}}</figure>
+{{end}}{{end}}
 {{if .Doc.Caveats}}<h2>Caveats</h2><ul>{{range .Doc.Caveats}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Provenance</h2>
 {{range .Doc.Runs}}<ul>
@@ -228,48 +243,36 @@ window.addEventListener("load", function () {
 });
 </script>
 </body></html>
-`))
+{{define "row"}}<tr class="{{.C.Class}}"><td>{{.C.Name}}</td><td class="n">{{.C.Producers}}</td>{{range .Sides}}<td class="n">{{index $.Mean .}}</td>{{if $.Medians}}<td class="n">{{index $.Median .}}</td>{{end}}{{end}}{{if .Compared}}<td class="n d">{{.C.Delta}}</td><td class="n">{{.C.P}}</td><td>{{.C.Mark}}</td>{{end}}</tr>
+{{end}}`))
 
+// htmlRow is one row with what the "row" template needs of its view.
 type htmlRow struct {
-	Class, Name, Base, BaseMed, Pat, PatMed, Delta, P, Mark string
-	Producers                                               int
+	C        Cells
+	Sides    []variant.Variant
+	Medians  bool
+	Compared bool
+	Mean     map[variant.Variant]string
+	Median   map[variant.Variant]string
 }
 
-type htmlTable struct {
-	Header string
-	Rows   []htmlRow
-	Notes  []string
+func rowOf(v View, c Cells) htmlRow {
+	r := htmlRow{C: c, Sides: v.Sides, Medians: v.Medians, Compared: v.Compared,
+		Mean: map[variant.Variant]string{}, Median: map[variant.Variant]string{}}
+	for _, side := range variant.Both {
+		r.Mean[side], r.Median[side] = c.MeanSD.Get(side), c.Median.Get(side)
+	}
+	return r
 }
 
 type htmlClaim struct{ Text, Verdict, Evidence string }
 
-// HTML is one self-contained page: tables, SVG charts, claims, provenance.
+// HTML is one self-contained page: the headlines and claims, the tables,
+// the SVG charts, then caveats and provenance.
 func HTML(d *Document) (string, error) {
 	charts, err := Charts(d)
 	if err != nil {
 		return "", err
-	}
-	var tables []htmlTable
-	for _, t := range d.Tables {
-		ht := htmlTable{Header: Header(d.Lab, t), Notes: Notes(t)}
-		digits := digitsFor(t)
-		for _, rows := range [][]Row{t.Rows, t.Scaling} {
-			for _, r := range rows {
-				scale, dg := rowScale(r, digits)
-				class := r.Change.Verdict
-				if class == "~" {
-					class = "same"
-				}
-				if r.Control {
-					class += " control"
-				}
-				base, pat := r.Variants["baseline"], r.Variants["patched"]
-				ht.Rows = append(ht.Rows, htmlRow{Class: class, Name: r.Name(), Producers: r.Producers,
-					Base: meanSD(base, scale, dg), BaseMed: medianCI(base, scale, dg), Pat: meanSD(pat, scale, dg), PatMed: medianCI(pat, scale, dg),
-					Delta: deltaCI(r, dg+2), P: pText(r.Change), Mark: verdictMark(r.Change)})
-			}
-		}
-		tables = append(tables, ht)
 	}
 	var claims []htmlClaim
 	for _, c := range d.Claims {
@@ -277,10 +280,11 @@ func HTML(d *Document) (string, error) {
 	}
 	var buf bytes.Buffer
 	err = page.Execute(&buf, struct {
-		Doc    *Document
-		Tables []htmlTable
-		Charts []Chart
-		Claims []htmlClaim
-	}{d, tables, charts, claims})
+		Doc        *Document
+		Views      []View
+		Charts     []Chart
+		Claims     []htmlClaim
+		ClaimsLine string
+	}{d, Views(d), charts, claims, capitalize(ClaimsLine(d.Claims))})
 	return buf.String(), err
 }

@@ -1,34 +1,42 @@
-// Package report turns a run's results into the baseline-against-patched
-// table. It only shows figures the run measured.
+// Package report judges a run and shows it. Aggregation happens once
+// (Tables: one observation per boot, summaries, changes, floors, claims);
+// every format then lays out the same cells (cells.go). It only shows
+// figures the run measured.
 package report
 
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
-
 	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
 	"lab/internal/results"
-	"lab/internal/spec"
 	"lab/internal/stats"
+	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
 // Shape identifies one table: everything that must be equal between the
-// compared boots.
+// compared boots. Accel and Clock are per side: the same in one run, and
+// possibly different in a comparison of two runs (KVM against TCG).
 type Shape struct {
-	Arch     string `json:"arch"`
-	CPUs     int    `json:"cpus"`
-	Topology string `json:"topology"` // "16 vCPUs (sockets=4,...), 4 NUMA nodes"
-	Accel    string `json:"accel"`
-	Clock    string `json:"clock"`
-	Caveats  string `json:"caveats,omitempty"` // "; "-joined: oversubscription, emulated NUMA
+	Arch     string               `json:"arch"`
+	CPUs     int                  `json:"cpus"`
+	Topology string               `json:"topology"` // "16 vCPUs (sockets=4,...), 4 NUMA nodes"
+	Accel    variant.Pair[string] `json:"accel"`
+	Clock    variant.Pair[string] `json:"clock"`
+	Caveats  string               `json:"caveats,omitempty"` // "; "-joined: oversubscription, emulated NUMA
 }
+
+// ICount reports whether both sides ran on QEMU's instruction clock.
+func (s Shape) ICount() bool {
+	return s.Clock.Baseline == vm.ClockICount && s.Clock.Patched == vm.ClockICount
+}
+
+// TCG reports whether either side ran emulated.
+func (s Shape) TCG() bool { return s.Accel.Baseline == vm.TCG || s.Accel.Patched == vm.TCG }
 
 // Metrics of a row.
 const (
@@ -42,15 +50,15 @@ const (
 
 // Row is one benchmark at one producer count.
 type Row struct {
-	Benchmark string             `json:"benchmark"`
-	Producers int                `json:"producers"`
-	Metric    string             `json:"metric"`
-	Control   bool               `json:"control"` // a control benchmark: no series should move it
-	Variants  map[string]Summary `json:"variants"`
-	Change    stats.Change       `json:"change"`
+	Benchmark string                `json:"benchmark"`
+	Producers int                   `json:"producers"`
+	Metric    string                `json:"metric"`
+	Control   bool                  `json:"control"` // a control benchmark: no series should move it
+	Variants  variant.Pair[Summary] `json:"variants"`
+	Change    stats.Change          `json:"change"`
 }
 
-// Name is the row's name in reports: "uprobe-nop" or "uprobe-nop p2/p1".
+// Name is the row's name in reports: "uprobe-nop", "uprobe-nop p2/p1".
 func (r Row) Name() string {
 	switch r.Metric {
 	case MetricScaling:
@@ -61,21 +69,35 @@ func (r Row) Name() string {
 	return r.Benchmark
 }
 
+// Label names the row with its producer count: "uprobe-nop p=1".
+func (r Row) Label() string {
+	if r.Metric == MetricRate {
+		return fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
+	}
+	return r.Name()
+}
+
 // Summary is a variant's figures: one observation per boot (the boot's mean
-// rate; samples inside a boot are correlated, boots are not).
+// rate; samples inside a boot are correlated, boots are not), in boot order.
 type Summary struct {
-	PerBoot []float64     `json:"per_boot"` // hits/s, or ratios for scaling rows
-	Mean    float64       `json:"mean"`
-	Stddev  float64       `json:"stddev"` // sample standard deviation across boots
-	Stats   stats.Summary `json:"stats"`  // n, median and its 95 % CI
-	Missing []string      `json:"missing,omitempty"`
+	stats.Summary
+	Missing []string `json:"missing,omitempty"` // boots that ran but gave no figure, and why
+}
+
+// FailedBoot is a boot that delivered nothing, with the kind of failure.
+type FailedBoot struct {
+	Index   int             `json:"index"`
+	Variant variant.Variant `json:"variant"`
+	Kind    string          `json:"kind"`
+	Message string          `json:"message"`
 }
 
 // Table is the comparison for one shape.
 type Table struct {
-	Shape Shape          `json:"shape"`
-	Boots map[string]int `json:"boots"` // boots that delivered results, by variant
-	Rows  []Row          `json:"rows"`
+	Shape  Shape             `json:"shape"`
+	Boots  variant.Pair[int] `json:"boots"` // boots that delivered results
+	Failed []FailedBoot      `json:"failed,omitempty"`
+	Rows   []Row             `json:"rows"`
 	// Scaling rows compare within-boot ratios: rate(P)/rate(1), and the
 	// probed rate over the probe-free one.
 	Scaling []Row `json:"scaling,omitempty"`
@@ -89,88 +111,155 @@ type Table struct {
 	DriftFloor map[string]float64 `json:"drift_floor_pct,omitempty"`
 }
 
+// AllRows is the table's rows, rates first, then within-boot ratios.
+func (t Table) AllRows() []Row { return append(append([]Row(nil), t.Rows...), t.Scaling...) }
+
 // Tables groups a run's boots by shape and summarises them.
-func Tables(r *results.Run) []Table { return tables(r, true) }
+func Tables(r *results.Run) []Table {
+	return tables(r.Boots, func(b results.Boot) shapeKey { return fullKey(b) }, true)
+}
+
+// shapeKey groups boots into tables.
+type shapeKey struct {
+	arch, topology, accel, clock, caveats string
+	cpus                                  int
+}
+
+func fullKey(b results.Boot) shapeKey {
+	k := topoKey(b)
+	k.accel, k.clock, k.caveats = b.Accel.Name, b.Clock, strings.Join(b.Caveats, "; ")
+	return k
+}
+
+// topoKey is the arch and topology only: a comparison of two runs meets
+// across accelerators and clocks.
+func topoKey(b results.Boot) shapeKey {
+	k := shapeKey{arch: b.Arch, cpus: b.CPUs, topology: fmt.Sprintf("%d vCPU%s", b.CPUs, plural(b.CPUs))}
+	if b.Shape != nil {
+		k.topology = b.Shape.String()
+	}
+	return k
+}
 
 // tables does Tables; driftFloor applies the controls' movement as a floor
 // (not when comparing two hosts, where the controls are meant to move).
-func tables(r *results.Run, driftFloor bool) []Table {
-	byShape := map[Shape]*Table{}
-	var order []Shape
-	for _, b := range r.Boots {
-		s := shapeOf(b)
-		t, ok := byShape[s]
+func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bool) []Table {
+	byKey := map[shapeKey]*Table{}
+	var order []shapeKey
+	for _, b := range boots {
+		k := key(b)
+		t, ok := byKey[k]
 		if !ok {
-			t = &Table{Shape: s, Boots: map[string]int{}}
-			byShape[s] = t
-			order = append(order, s)
+			t = &Table{Shape: Shape{Arch: b.Arch, CPUs: b.CPUs, Topology: k.topology, Caveats: strings.Join(b.Caveats, "; ")}}
+			byKey[k] = t
+			order = append(order, k)
 		}
+		t.Shape.Accel.Set(b.Variant, b.Accel.Name)
+		t.Shape.Clock.Set(b.Variant, b.Clock)
 		if !b.OK() {
+			t.Failed = append(t.Failed, FailedBoot{Index: b.Index, Variant: b.Variant, Kind: b.Failure.Kind, Message: firstLine(b.Failure.Message)})
 			continue
 		}
-		t.Boots[b.Variant]++
+		*t.Boots.Ptr(b.Variant)++
 		for _, res := range b.Results {
 			row := t.row(res.Benchmark, res.Producers)
-			sum := row.Variants[b.Variant]
-			if res.Error != "" || res.Unsupported != "" || len(res.Samples) == 0 {
+			sum := row.Variants.Ptr(b.Variant)
+			if !res.OK() || len(res.Samples) == 0 {
 				why := res.Error + res.Unsupported
 				if why == "" {
 					why = "no samples"
 				}
 				sum.Missing = append(sum.Missing, fmt.Sprintf("boot %d: %s", b.Index, why))
 			} else {
-				sum.PerBoot = append(sum.PerBoot, protocol.Rate(res.Samples))
+				sum.Values = append(sum.Values, protocol.Rate(res.Samples))
 			}
-			row.Variants[b.Variant] = sum
 		}
+		addRatios(t, b)
 	}
 	var out []Table
-	for _, s := range order {
-		t := byShape[s]
-		t.Scaling = scalingRows(r, s)
-		// Benchmarks in the lab's order (the order boots ran them), producer
-		// counts ascending within each.
-		first := map[string]int{}
-		for i, r := range t.Rows {
-			if _, ok := first[r.Benchmark]; !ok {
-				first[r.Benchmark] = i
+	for _, k := range order {
+		t := byKey[k]
+		// A side without boots takes the other's accelerator and clock, so
+		// that a one-variant run (--only) reads as what it is.
+		for _, p := range []*variant.Pair[string]{&t.Shape.Accel, &t.Shape.Clock} {
+			if p.Baseline == "" {
+				p.Baseline = p.Patched
+			}
+			if p.Patched == "" {
+				p.Patched = p.Baseline
 			}
 		}
-		sort.SliceStable(t.Rows, func(i, j int) bool {
-			if t.Rows[i].Benchmark != t.Rows[j].Benchmark {
-				return first[t.Rows[i].Benchmark] < first[t.Rows[j].Benchmark]
-			}
-			return t.Rows[i].Producers < t.Rows[j].Producers
-		})
+		sortRows(t.Rows)
 		t.finish(driftFloor)
 		out = append(out, *t)
 	}
 	return out
 }
 
+// sortRows keeps benchmarks in the order boots ran them, producer counts
+// ascending within each.
+func sortRows(rows []Row) {
+	first := map[string]int{}
+	for i, r := range rows {
+		if _, ok := first[r.Benchmark]; !ok {
+			first[r.Benchmark] = i
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Benchmark != rows[j].Benchmark {
+			return first[rows[i].Benchmark] < first[rows[j].Benchmark]
+		}
+		return rows[i].Producers < rows[j].Producers
+	})
+}
+
+// addRatios adds a boot's within-boot ratios, in the boot's own benchmark
+// order: scaling (results.Ratio) and probe ÷ probe-free.
+func addRatios(t *Table, b results.Boot) {
+	scaling := map[[2]any]float64{}
+	for _, x := range b.Ratios() {
+		scaling[[2]any{x.Benchmark, x.Producers}] = x.Value
+	}
+	add := func(res protocol.Result, metric string, v float64) {
+		sum := t.ratioRow(res.Benchmark, res.Producers, metric).Variants.Ptr(b.Variant)
+		sum.Values = append(sum.Values, v)
+	}
+	for _, res := range b.Results {
+		if v, ok := scaling[[2]any{res.Benchmark, res.Producers}]; ok {
+			add(res, MetricScaling, v)
+		}
+		if res.ProbeFree == nil || res.ProbeFree.Rate <= 0 || !res.OK() {
+			continue
+		}
+		if rate := protocol.Rate(res.Samples); rate > 0 {
+			add(res, MetricVsFree, rate/res.ProbeFree.Rate)
+		}
+	}
+}
+
 // finish computes every summary and change: controls first, since under
 // icount their spread sets the floor the other rows are judged against.
 func (t *Table) finish(driftFloor bool) {
-	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+	both := [][]Row{t.Rows, t.Scaling}
+	for _, rows := range both {
 		for i := range rows {
-			rows[i].Control = slices.Contains(spec.ControlBenchmarks, rows[i].Benchmark)
-			for v, sum := range rows[i].Variants {
-				sum.Stats = stats.Summarize(sum.PerBoot)
-				sum.Mean, sum.Stddev = sum.Stats.Mean, sum.Stats.Stddev
-				rows[i].Variants[v] = sum
+			rows[i].Control = benchmark.IsControl(rows[i].Benchmark)
+			for _, v := range variant.Both {
+				sum := rows[i].Variants.Ptr(v)
+				sum.Summary = stats.Summarize(sum.Values)
 			}
 		}
 	}
-	if t.Shape.Clock == vm.ClockICount {
+	if t.Shape.ICount() {
 		t.FloorPct = icountFloor(t.Rows)
 	}
-	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+	for _, rows := range both {
 		for i := range rows {
 			r := &rows[i]
-			r.Change = stats.Compare(r.Variants["baseline"].PerBoot, r.Variants["patched"].PerBoot, t.FloorPct)
+			r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, t.FloorPct)
 		}
 	}
-	if t.Shape.Clock == vm.ClockICount {
+	if t.Shape.ICount() {
 		return
 	}
 	// Wall clock: a control that moved significantly between the variants
@@ -178,14 +267,14 @@ func (t *Table) finish(driftFloor bool) {
 	// can move a row of the same metric. Other rows must go beyond the far
 	// end of that control's 95 % interval to count.
 	t.DriftFloor = map[string]float64{}
-	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+	for _, rows := range both {
 		for _, r := range rows {
 			if r.Control && r.Change.Verdict != stats.Same {
 				t.DriftFloor[r.Metric] = math.Max(t.DriftFloor[r.Metric], math.Max(math.Abs(r.Change.Lo), math.Abs(r.Change.Hi)))
 			}
 		}
 	}
-	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+	for _, rows := range both {
 		for i := range rows {
 			r := &rows[i]
 			floor := t.DriftFloor[r.Metric]
@@ -197,23 +286,16 @@ func (t *Table) finish(driftFloor bool) {
 			r.Change.Why = fmt.Sprintf("p=%.3f, but |%.1f %%| is within the %.1f %% a control of this metric moved (drift)", r.Change.P, r.Change.Pct, floor)
 		}
 	}
-	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+	for _, rows := range both {
 		for _, r := range rows {
 			// Host drift moves every rate alike; a control that moved by
 			// more than a few percent says how much of any change may be it.
-			if r.Control && len(r.Variants["baseline"].PerBoot) > 0 && len(r.Variants["patched"].PerBoot) > 0 && math.Abs(r.Change.Pct) >= DriftPct {
+			if r.Control && !r.Change.NoData && math.Abs(r.Change.Pct) >= DriftPct {
 				t.Drift = append(t.Drift, fmt.Sprintf("control %s moved %+.1f %% [%+.1f, %+.1f] (p=%.3f%s)",
-					rowLabel(r), r.Change.Pct, r.Change.Lo, r.Change.Hi, r.Change.P, sigText(r.Change)))
+					r.Label(), r.Change.Pct, r.Change.Lo, r.Change.Hi, r.Change.P, sigText(r.Change)))
 			}
 		}
 	}
-}
-
-func rowLabel(r Row) string {
-	if r.Metric == MetricRate {
-		return fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
-	}
-	return r.Name()
 }
 
 func sigText(c stats.Change) string {
@@ -238,7 +320,7 @@ func icountFloor(rows []Row) float64 {
 			continue
 		}
 		// Summaries are already computed (finish); the change is not yet.
-		b, p := r.Variants["baseline"].Stats, r.Variants["patched"].Stats
+		b, p := r.Variants.Baseline.Summary, r.Variants.Patched.Summary
 		if b.Mean == 0 || p.N == 0 {
 			continue
 		}
@@ -248,81 +330,46 @@ func icountFloor(rows []Row) float64 {
 	return floor
 }
 
-// scalingRows gathers each boot's within-boot ratios (results.Boot.Ratios)
-// for one shape.
-func scalingRows(r *results.Run, s Shape) []Row {
-	var rows []Row
-	find := func(bench string, p int, metric string) *Row {
-		for i := range rows {
-			if rows[i].Benchmark == bench && rows[i].Producers == p && rows[i].Metric == metric {
-				return &rows[i]
-			}
-		}
-		rows = append(rows, Row{Benchmark: bench, Producers: p, Metric: metric, Variants: map[string]Summary{}})
-		return &rows[len(rows)-1]
-	}
-	add := func(row *Row, variant string, v float64) {
-		sum := row.Variants[variant]
-		sum.PerBoot = append(sum.PerBoot, v)
-		row.Variants[variant] = sum
-	}
-	for _, b := range r.Boots {
-		if !b.OK() || shapeOf(b) != s {
-			continue
-		}
-		// In the boot's own benchmark order.
-		for _, res := range b.Results {
-			key := fmt.Sprintf("%s p%d/p1", res.Benchmark, res.Producers)
-			if v, ok := b.Ratios[key]; ok {
-				add(find(res.Benchmark, res.Producers, MetricScaling), b.Variant, v)
-			}
-			if res.ProbeFree != nil && res.ProbeFree.Rate > 0 && res.Error == "" && res.Unsupported == "" {
-				if rate := protocol.Rate(res.Samples); rate > 0 {
-					add(find(res.Benchmark, res.Producers, MetricVsFree), b.Variant, rate/res.ProbeFree.Rate)
-				}
-			}
-		}
-	}
-	return rows
+func (t *Table) row(bench string, p int) *Row { return findRow(&t.Rows, bench, p, MetricRate) }
+
+func (t *Table) ratioRow(bench string, p int, metric string) *Row {
+	return findRow(&t.Scaling, bench, p, metric)
 }
 
-func shapeOf(b results.Boot) Shape {
-	s := Shape{Arch: b.Arch, CPUs: b.CPUs, Topology: fmt.Sprintf("%d vCPU%s", b.CPUs, plural(b.CPUs)),
-		Accel: b.Accel.Name, Clock: b.Clock, Caveats: strings.Join(b.Caveats, "; ")}
-	if b.Shape != nil {
-		s.Topology = b.Shape.String()
-	}
-	return s
-}
-
-func (t *Table) row(bench string, p int) *Row {
-	for i := range t.Rows {
-		if t.Rows[i].Benchmark == bench && t.Rows[i].Producers == p {
-			return &t.Rows[i]
+func findRow(rows *[]Row, bench string, p int, metric string) *Row {
+	for i := range *rows {
+		if r := &(*rows)[i]; r.Benchmark == bench && r.Producers == p && r.Metric == metric {
+			return r
 		}
 	}
-	t.Rows = append(t.Rows, Row{Benchmark: bench, Producers: p, Metric: MetricRate, Variants: map[string]Summary{}})
-	return &t.Rows[len(t.Rows)-1]
+	*rows = append(*rows, Row{Benchmark: bench, Producers: p, Metric: metric})
+	return &(*rows)[len(*rows)-1]
 }
 
 // Header is the line above a table: what ran, and what its figures can show.
 func Header(lab string, t Table) string {
 	parts := []string{lab, t.Shape.Arch, t.Shape.Topology}
+	s := t.Shape
 	switch {
-	case strings.Contains(t.Shape.Accel, " vs "):
-		parts = append(parts, "accelerators "+strings.ToUpper(t.Shape.Accel))
-	case t.Shape.Accel == vm.KVM:
+	case s.Accel.Baseline != s.Accel.Patched:
+		parts = append(parts, fmt.Sprintf("accelerators %s (baseline column) vs %s (patched column)",
+			strings.ToUpper(s.Accel.Baseline), strings.ToUpper(s.Accel.Patched)))
+	case s.Accel.Baseline == vm.KVM:
 		parts = append(parts, "KVM")
-	case t.Shape.Clock == vm.ClockICount:
+	case s.ICount():
 		parts = append(parts, "TCG icount (M/s per 10^9 guest instructions: path length, no cache or contention effects)")
 	default:
 		parts = append(parts, "TCG (emulated: absolute figures are not hardware figures)")
 	}
-	parts = append(parts, t.Shape.Clock+" clock")
-	if t.Shape.Caveats != "" {
-		parts = append(parts, strings.Split(t.Shape.Caveats, "; ")...)
+	if s.Clock.Baseline != s.Clock.Patched {
+		parts = append(parts, fmt.Sprintf("%s clock vs %s clock", s.Clock.Baseline, s.Clock.Patched))
+	} else {
+		parts = append(parts, s.Clock.Baseline+" clock")
 	}
-	b, p := t.Boots["baseline"], t.Boots["patched"]
+	if s.Caveats != "" {
+		parts = append(parts, strings.Split(s.Caveats, "; ")...)
+	}
+	b, p := t.Boots.Baseline, t.Boots.Patched
 	if b == p {
 		parts = append(parts, fmt.Sprintf("%d boot%s each", b, plural(b)))
 	} else {
@@ -331,78 +378,27 @@ func Header(lab string, t Table) string {
 	return strings.Join(parts, " · ")
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
+// tableName is a table's shape in one short line, for claims and headlines.
+func tableName(t Table) string {
+	s := t.Shape
+	accel, clock := strings.ToUpper(s.Accel.Baseline), s.Clock.Baseline
+	if s.Accel.Baseline != s.Accel.Patched {
+		accel += " vs " + strings.ToUpper(s.Accel.Patched)
 	}
-	return "s"
+	if s.Clock.Baseline != s.Clock.Patched {
+		clock += " vs " + s.Clock.Patched
+	}
+	return fmt.Sprintf("%s · %s · %s · %s", s.Arch, s.Topology, accel, clock)
 }
 
-// Render draws the tables as text, without colour.
-func Render(lab string, tables []Table) string { return Text(lab, tables, false) }
-
-// Text draws the tables for a terminal; color marks significant changes
-// (only when writing to a terminal).
-func Text(lab string, tables []Table, color bool) string {
-	var b strings.Builder
-	for i, t := range tables {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(Header(lab, t) + "\n")
-		tw := table.NewWriter()
-		tw.SetStyle(plainStyle())
-		tw.AppendHeader(table.Row{"benchmark", "producers", "baseline M/s", "patched M/s", "Δ [95% CI]", "p"})
-		tw.SetColumnConfigs([]table.ColumnConfig{
-			{Number: 2, Align: text.AlignRight},
-			{Number: 3, Align: text.AlignRight},
-			{Number: 4, Align: text.AlignRight},
-			{Number: 5, Align: text.AlignRight},
-			{Number: 6, Align: text.AlignRight},
-		})
-		// icount repeats to about 0.01 %: show enough digits to see it.
-		digits := 3
-		if t.Shape.Clock == vm.ClockICount {
-			digits = 5
-		}
-		var notes []string
-		for _, r := range t.Rows {
-			base, pat := r.Variants["baseline"], r.Variants["patched"]
-			tw.AppendRow(table.Row{r.Benchmark, r.Producers, cell(base, r.Producers, digits), cell(pat, r.Producers, digits),
-				paint(deltaCI(r, digits), r.Change, color), pCell(r.Change)})
-			for _, v := range []string{"baseline", "patched"} {
-				for _, m := range r.Variants[v].Missing {
-					notes = append(notes, fmt.Sprintf("%s p=%d %s: %s", r.Benchmark, r.Producers, v, m))
-				}
-			}
-		}
-		if len(t.Scaling) > 0 {
-			tw.AppendSeparator()
-			for _, r := range t.Scaling {
-				base, pat := r.Variants["baseline"], r.Variants["patched"]
-				name, prod := shortRow(r)
-				tw.AppendRow(table.Row{name, prod, ratioCell(base), ratioCell(pat),
-					paint(deltaCI(r, digits), r.Change, color), pCell(r.Change)})
-			}
-		}
-		b.WriteString(tw.Render() + "\n")
-		for _, n := range Notes(t) {
-			b.WriteString("  " + n + "\n")
-		}
-		for _, n := range notes {
-			b.WriteString("  note: " + n + "\n")
-		}
-	}
-	return b.String()
-}
-
-// Notes explain how to read a table: significance, floor, drift.
+// Notes explain how to read a table: significance, floor, drift, failed
+// boots.
 func Notes(t Table) []string {
 	var out []string
 	minN := stats.MinN()
-	if t.Boots["baseline"] < minN || t.Boots["patched"] < minN {
+	if t.Boots.Baseline < minN || t.Boots.Patched < minN {
 		out = append(out, fmt.Sprintf("note: %d+%d boots cannot show any change as significant (p < %.2f needs %d boots per variant): every row is ~",
-			t.Boots["baseline"], t.Boots["patched"], stats.Alpha, minN))
+			t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
 	} else {
 		out = append(out, fmt.Sprintf("p: two-sided Mann-Whitney U over boots (one observation per boot); ~ = not significant at %.2f", stats.Alpha))
 	}
@@ -412,86 +408,27 @@ func Notes(t Table) []string {
 	for _, d := range t.Drift {
 		out = append(out, "drift: "+d)
 	}
+	for _, f := range t.Failed {
+		out = append(out, fmt.Sprintf("failed: boot %d (%s): %s: %s", f.Index, f.Variant, f.Kind, f.Message))
+	}
+	for _, r := range t.AllRows() {
+		for _, v := range variant.Both {
+			for _, m := range r.Variants.Get(v).Missing {
+				out = append(out, fmt.Sprintf("note: %s %s: %s", r.Label(), v, m))
+			}
+		}
+	}
 	return out
 }
 
-func deltaCI(r Row, digits int) string {
-	base, pat := r.Variants["baseline"], r.Variants["patched"]
-	if len(base.PerBoot) == 0 || len(pat.PerBoot) == 0 || base.Mean == 0 {
-		return "–"
-	}
-	d := digits - 2
-	if len(base.PerBoot) < 2 && len(pat.PerBoot) < 2 {
-		return fmt.Sprintf("%+.*f %%", d, r.Change.Pct)
-	}
-	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f]", d, r.Change.Pct, d, r.Change.Lo, d, r.Change.Hi)
-}
-
-func pCell(c stats.Change) string {
-	if c.Why == "no observations" {
+func plural(n int) string {
+	if n == 1 {
 		return ""
 	}
-	if c.Verdict == stats.Same {
-		return fmt.Sprintf("%.3f ~", c.P)
-	}
-	return fmt.Sprintf("%.3f  ", c.P)
+	return "s"
 }
 
-func paint(s string, c stats.Change, color bool) string {
-	if !color {
-		return s
-	}
-	switch c.Verdict {
-	case stats.Faster:
-		return text.FgGreen.Sprint(s)
-	case stats.Slower:
-		return text.FgRed.Sprint(s)
-	}
-	return s
-}
-
-func ratioCell(s Summary) string {
-	if len(s.PerBoot) == 0 {
-		return "–"
-	}
-	d := decimals(s.Mean, 3)
-	if len(s.PerBoot) < 2 {
-		return fmt.Sprintf("%.*f", d, s.Mean)
-	}
-	return fmt.Sprintf("%.*f ± %.*f", d, s.Mean, d, s.Stddev)
-}
-
-func cell(s Summary, producers, digits int) string {
-	if len(s.PerBoot) == 0 {
-		return "–"
-	}
-	m, sd := s.Mean/1e6, s.Stddev/1e6
-	if len(s.PerBoot) < 2 {
-		// One boot has no spread to show; don't print a fake ± 0.
-		return fmt.Sprintf("%s (%s/prod)", sig(m, digits), sig(m/float64(producers), digits))
-	}
-	// The spread is printed to the mean's precision, so that columns align.
-	sdText := fmt.Sprintf("%.*f", digits, sd)
-	if m < 0.01 {
-		sdText = fmt.Sprintf("%.2g", sd)
-	}
-	return fmt.Sprintf("%s ± %s (%s/prod)", sig(m, digits), sdText, sig(m/float64(producers), digits))
-}
-
-// sig prints digits decimals, or that many significant digits for small values.
-func sig(v float64, digits int) string {
-	if v != 0 && math.Abs(v) < 0.01 {
-		return fmt.Sprintf("%.*g", digits, v)
-	}
-	return fmt.Sprintf("%.*f", digits, v)
-}
-
-func plainStyle() table.Style {
-	s := table.StyleDefault
-	s.Options.DrawBorder = false
-	s.Options.SeparateColumns = false
-	s.Options.SeparateHeader = false
-	s.Options.SeparateRows = false
-	s.Format.Header = text.FormatDefault
-	return s
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }

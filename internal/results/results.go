@@ -13,11 +13,17 @@ import (
 	"lab/internal/kbuild"
 	"lab/internal/spec"
 	"lab/internal/topology"
+	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
+// Schema is the version of results.json this lab writes. Version 0 is the
+// format before versions were recorded; lab reads it too.
+const Schema = 2
+
 // Run is results.json.
 type Run struct {
+	Schema     int           `json:"schema"`
 	Lab        string        `json:"lab"`
 	LabFile    string        `json:"lab_file"`
 	RunID      string        `json:"run_id"`
@@ -48,11 +54,11 @@ type Source struct {
 
 // Series is the series under test.
 type Series struct {
-	Name     string            `json:"name"`
-	Mode     string            `json:"mode"`
-	Hash     string            `json:"sha256"`
-	Patches  []Patch           `json:"patches"`
-	Variants map[string]string `json:"variant_commits"`
+	Name     string               `json:"name"`
+	Mode     string               `json:"mode"`
+	Hash     string               `json:"sha256"`
+	Patches  []Patch              `json:"patches"`
+	Variants variant.Pair[string] `json:"variant_commits"`
 }
 
 // Patch is one patch file.
@@ -72,10 +78,10 @@ type Host struct {
 
 // Kernel is one built kernel.
 type Kernel struct {
-	Arch    string      `json:"arch"`
-	Variant string      `json:"variant"`
-	Info    kbuild.Info `json:"build"`
-	Cached  bool        `json:"cached"` // this run compiled nothing for it
+	Arch    string          `json:"arch"`
+	Variant variant.Variant `json:"variant"`
+	Info    kbuild.Info     `json:"build"`
+	Cached  bool            `json:"cached"` // this run compiled nothing for it
 }
 
 // Initramfs is one guest image.
@@ -91,15 +97,16 @@ type Boot struct {
 	Index   int               `json:"index"` // 1-based, in boot order
 	Arch    string            `json:"arch"`
 	CPUs    int               `json:"cpus"`
-	Variant string            `json:"variant"`
+	Variant variant.Variant   `json:"variant"`
 	Accel   vm.Accel          `json:"accel"`
 	Clock   string            `json:"clock"`
 	Outcome *vm.Outcome       `json:"qemu,omitempty"`
 	Hello   *protocol.Hello   `json:"guest,omitempty"`
 	Results []protocol.Result `json:"results"`
-	Error   string            `json:"error,omitempty"`
-	Console string            `json:"console_log"` // relative to the run directory
-	Job     protocol.Job      `json:"job"`
+	// Failure says why the boot did not deliver, nil when it did.
+	Failure *Failure     `json:"failure,omitempty"`
+	Console string       `json:"console_log"` // relative to the run directory
+	Job     protocol.Job `json:"job"`
 	// Shape is the guest's topology as asked for; QEMU's view of it is in
 	// qemu.vcpus and qemu.memdevs, the guest's in guest.nodes.
 	Shape        *topology.Shape `json:"shape,omitempty"`
@@ -108,18 +115,61 @@ type Boot struct {
 	// emulated NUMA, TCG), shown in table headers.
 	Caveats []string `json:"caveats,omitempty"`
 	Pinning string   `json:"pinning,omitempty"` // whether and how vCPU threads were pinned
-	// Ratios are within-boot scaling ratios, rate(P producers)/rate(1
-	// producer) of the same benchmark, keyed "uprobe-nop p2/p1": they
-	// survive the boot-to-boot drift of emulated machines.
-	Ratios map[string]float64 `json:"ratios,omitempty"`
 }
 
+// Failure is a boot that did not deliver: its kind (vm.FailPanic,
+// vm.FailHang, ..., vm.FailInfra) and what happened.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// KernelFault reports whether the kernel under test caused the failure, as
+// opposed to the host, QEMU or the user.
+func (f *Failure) KernelFault() bool { return f != nil && vm.KernelFault(f.Kind) }
+
 // OK reports whether the boot delivered its results.
-func (b Boot) OK() bool { return b.Error == "" }
+func (b Boot) OK() bool { return b.Failure == nil }
+
+// Fail records err as the boot's failure.
+func (b *Boot) Fail(err error) {
+	b.Failure = &Failure{Kind: vm.Kind(err), Message: err.Error()}
+}
+
+// Ratio is a within-boot scaling ratio: rate(P producers)/rate(1 producer)
+// of one benchmark. It survives the boot-to-boot drift of emulated machines.
+type Ratio struct {
+	Benchmark string
+	Producers int
+	Value     float64
+}
+
+// Ratios computes the boot's scaling ratios from its results.
+func (b Boot) Ratios() []Ratio { return ScalingRatios(b.Results) }
+
+// ScalingRatios computes each benchmark's ratios against its own
+// 1-producer rate, in the order of the results.
+func ScalingRatios(res []protocol.Result) []Ratio {
+	one := map[string]float64{}
+	for _, r := range res {
+		if r.Producers == 1 && r.OK() {
+			one[r.Benchmark] = protocol.Rate(r.Samples)
+		}
+	}
+	var out []Ratio
+	for _, r := range res {
+		base, ok := one[r.Benchmark]
+		if r.Producers > 1 && ok && base > 0 && r.OK() {
+			out = append(out, Ratio{Benchmark: r.Benchmark, Producers: r.Producers, Value: protocol.Rate(r.Samples) / base})
+		}
+	}
+	return out
+}
 
 // Write saves r as dir/results.json atomically, so that an interrupted run
 // leaves the last complete version.
 func (r *Run) Write(dir string) error {
+	r.Schema = Schema
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -131,7 +181,7 @@ func (r *Run) Write(dir string) error {
 	return os.Rename(tmp, filepath.Join(dir, "results.json"))
 }
 
-// Load reads a results.json.
+// Load reads a results.json, refusing versions this lab does not know.
 func Load(path string) (*Run, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -139,7 +189,26 @@ func Load(path string) (*Run, error) {
 	}
 	var r Run
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: not a lab results file: %w", path, err)
+	}
+	switch r.Schema {
+	case Schema:
+	case 0:
+		// Before versions: a failed boot had only its message.
+		var legacy struct {
+			Boots []struct {
+				Error string `json:"error"`
+			} `json:"boots"`
+		}
+		if err := json.Unmarshal(data, &legacy); err == nil {
+			for i, b := range legacy.Boots {
+				if b.Error != "" && i < len(r.Boots) && r.Boots[i].Failure == nil {
+					r.Boots[i].Failure = &Failure{Kind: "unknown", Message: b.Error}
+				}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
 	}
 	return &r, nil
 }

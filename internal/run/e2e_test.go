@@ -3,7 +3,8 @@ package run
 // End-to-end tests: real kernels built from Debian's linux-source-6.12, real
 // QEMU boots, real BPF uprobes in the guest. They share lab's kernel cache
 // ($LAB_CACHE, default ~/.cache/lab), so only the first run on a machine
-// compiles kernels. `go test -short` skips them.
+// compiles kernels. They run when LAB_E2E=1 is set, as ./scripts/test does;
+// plain `go test ./...` is the fast suite.
 
 import (
 	"bytes"
@@ -19,13 +20,16 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/benchmark"
 	"lab/internal/gitcmd"
 	"lab/internal/kconfig"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testenv"
 	"lab/internal/topology"
+	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
@@ -40,11 +44,7 @@ func cacheDir(t *testing.T) string {
 	return filepath.Join(home, ".cache", "lab")
 }
 
-func e2e(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds and boots real kernels")
-	}
-}
+func e2e(t *testing.T) { testenv.E2E(t, "builds and boots real kernels") }
 
 // smallLab is labs/uprobe-srcu.yaml cut down to one short boot per variant.
 func smallLab(t *testing.T, archName string) *spec.Lab {
@@ -131,7 +131,7 @@ func TestNUMAShapes(t *testing.T) {
 			var out bytes.Buffer
 			res, dir, err := Run(context.Background(), Options{
 				Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
-				Command: []string{"go", "test"}, Out: &out, Only: source.Patched,
+				Command: []string{"go", "test"}, Out: &out, Only: variant.Patched,
 			})
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
@@ -190,13 +190,13 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 	if saved.Series.Mode != spec.ModeRevert || len(saved.Series.Patches) != 1 || len(saved.Series.Patches[0].SHA256) != 64 {
 		t.Errorf("series provenance: %+v", saved.Series)
 	}
-	if saved.Series.Variants[source.Baseline] == saved.Series.Variants[source.Patched] {
+	if saved.Series.Variants.Baseline == saved.Series.Variants.Patched {
 		t.Error("baseline and patched are the same commit")
 	}
 	if saved.Host.CPUs == 0 || saved.Host.CPUModel == "" || saved.LabVersion == "" {
 		t.Errorf("host provenance: %+v, lab %q", saved.Host, saved.LabVersion)
 	}
-	images := map[string]string{}
+	images := map[variant.Variant]string{}
 	for _, k := range saved.Kernels {
 		if len(k.Info.ConfigSHA256) != 64 || k.Info.Release == "" || k.Info.Inputs.Compiler == "" {
 			t.Errorf("kernel provenance: %+v", k.Info)
@@ -211,7 +211,7 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 	}
 	for _, b := range saved.Boots {
 		if !b.OK() {
-			t.Errorf("boot %d (%s) failed: %s", b.Index, b.Variant, b.Error)
+			t.Errorf("boot %d (%s) failed: %+v", b.Index, b.Variant, b.Failure)
 			continue
 		}
 		if b.Hello == nil || !strings.HasPrefix(b.Hello.Release, "6.12.117") || b.Hello.OnlineCPUs != 2 {
@@ -227,8 +227,8 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 		if len(b.Results) != 6 {
 			t.Errorf("boot %d: %d results, want 6", b.Index, len(b.Results))
 		}
-		if b.Ratios["uprobe-nop p2/p1"] <= 0 {
-			t.Errorf("boot %d: no scaling ratio: %v", b.Index, b.Ratios)
+		if r := b.Ratios(); len(r) == 0 || r[0].Benchmark != "uprobe-nop" || r[0].Producers != 2 || r[0].Value <= 0 {
+			t.Errorf("boot %d: no scaling ratio: %v", b.Index, r)
 		}
 		for _, r := range b.Results {
 			if r.Error != "" || r.Unsupported != "" {
@@ -287,7 +287,7 @@ func TestBootPanicIsReported(t *testing.T) {
 	cfg := bootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 1})
 	_, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
 	var be *vm.BootError
-	if !errors.As(err, &be) || be.Reason != "kernel panic" || !strings.Contains(err.Error(), "Kernel panic") {
+	if !errors.As(err, &be) || be.Kind != vm.FailPanic || !strings.Contains(err.Error(), "Kernel panic") {
 		t.Fatalf("err = %v", err)
 	}
 	noQEMU(t, cfg)
@@ -318,7 +318,7 @@ func TestBootDeadline(t *testing.T) {
 	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
 	start := time.Now()
 	_, err := vm.Boot(context.Background(), cfg, 15*time.Second, nil)
-	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") {
+	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") || vm.Kind(err) != vm.FailHang {
 		t.Fatalf("err = %v", err)
 	}
 	if time.Since(start) > 30*time.Second {
@@ -345,7 +345,7 @@ func TestBootInterrupt(t *testing.T) {
 	}()
 	out, err := vm.Boot(ctx, cfg, 5*time.Minute, nil)
 	cancel()
-	if !errors.Is(err, context.Canceled) {
+	if !errors.Is(err, context.Canceled) || vm.Kind(err) != vm.FailInterrupt {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if out == nil || len(out.Records) == 0 || out.Records[0].Type != protocol.TypeHello {
@@ -416,7 +416,7 @@ func TestGitTreeSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := spec.Source{Git: tarball.Dir, Base: rev[source.Baseline]}
+	user := spec.Source{Git: tarball.Dir, Base: rev.Baseline}
 	tree, err := source.Prepare(ctx, user, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -429,8 +429,8 @@ func TestGitTreeSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if app[source.Baseline] != rev[source.Baseline] {
-		t.Errorf("apply baseline %s, want the base ref %s", app[source.Baseline], rev[source.Baseline])
+	if app.Baseline != rev.Baseline {
+		t.Errorf("apply baseline %s, want the base ref %s", app.Baseline, rev.Baseline)
 	}
 	g := &gitcmd.Git{Dir: tree.Dir}
 	blob := func(commit string) string {
@@ -440,13 +440,13 @@ func TestGitTreeSource(t *testing.T) {
 		}
 		return out
 	}
-	if blob(app[source.Patched]) != blob(rev[source.Patched]) {
+	if blob(app.Patched) != blob(rev.Patched) {
 		t.Error("base + series differs from Debian's uprobes.c")
 	}
-	if blob(app[source.Baseline]) == blob(app[source.Patched]) {
+	if blob(app.Baseline) == blob(app.Patched) {
 		t.Error("the series changed nothing")
 	}
-	subject, _ := g.Output(ctx, "log", "-1", "--format=%s", app[source.Patched])
+	subject, _ := g.Output(ctx, "log", "-1", "--format=%s", app.Patched)
 	if subject != ser.Patches[0].Subject {
 		t.Errorf("git am commit subject %q, want %q", subject, ser.Patches[0].Subject)
 	}
@@ -466,18 +466,18 @@ func TestICountSeesThePathLength(t *testing.T) {
 	}
 	res, _, out := runLab(t, lab)
 	t.Log(out)
-	rate := map[string]float64{}
+	var rate variant.Pair[float64]
 	for _, b := range res.Boots {
 		if b.Clock != vm.ClockICount || !b.OK() || len(b.Results) != 3 || b.Results[0].Benchmark != "uprobe-nop" {
-			t.Fatalf("boot %d: clock %s, error %q, results %+v", b.Index, b.Clock, b.Error, b.Results)
+			t.Fatalf("boot %d: clock %s, failure %+v, results %+v", b.Index, b.Clock, b.Failure, b.Results)
 		}
 		if !strings.Contains(strings.Join(b.Outcome.Args, " "), "-icount shift=0,sleep=off") {
 			t.Errorf("boot %d did not run under icount: %v", b.Index, b.Outcome.Args)
 		}
-		rate[b.Variant] = protocol.Rate(b.Results[0].Samples) / 1e9
+		rate.Set(b.Variant, protocol.Rate(b.Results[0].Samples)/1e9)
 	}
-	delta := rate[source.Patched]/rate[source.Baseline] - 1
-	t.Logf("icount uprobe-nop: baseline %.6f, patched %.6f hits/ns: %+.2f %%", rate[source.Baseline], rate[source.Patched], delta*100)
+	delta := rate.Patched/rate.Baseline - 1
+	t.Logf("icount uprobe-nop: baseline %.6f, patched %.6f hits/ns: %+.2f %%", rate.Baseline, rate.Patched, delta*100)
 	if delta < 0.003 || delta > 0.03 {
 		t.Errorf("patched/baseline - 1 = %+.2f %%, want the SRCU lookup's +0.3..+3 %%", delta*100)
 	}
@@ -497,9 +497,9 @@ func TestBenchSuite(t *testing.T) {
 			m.Arch, m.CPUs, m.Producers, m.Boots = []string{a}, []int{2}, []int{1, 2}, 1
 			m.Duration.Duration, m.Warmup.Duration = time.Second, 0
 			var benches []string
-			for _, b := range m.Benchmarks {
-				if spec.Unsupported(b, a) == "" {
-					benches = append(benches, b)
+			for _, name := range m.Benchmarks {
+				if b, _ := benchmark.Lookup(name); b.UnsupportedOn(a) == "" {
+					benches = append(benches, name)
 				}
 			}
 			m.Benchmarks = benches
@@ -513,7 +513,7 @@ func TestBenchSuite(t *testing.T) {
 			}
 			for _, b := range res.Boots {
 				if !b.OK() {
-					t.Errorf("boot %d %s: %s", b.Index, b.Variant, b.Error)
+					t.Errorf("boot %d %s: %+v", b.Index, b.Variant, b.Failure)
 					continue
 				}
 				seen := map[string]bool{}
@@ -522,8 +522,7 @@ func TestBenchSuite(t *testing.T) {
 					if r.Error != "" || r.Unsupported != "" || len(r.Samples) != 1 || r.Samples[0].Hits == 0 {
 						t.Errorf("%s %s p=%d: error %q unsupported %q samples %+v", b.Variant, r.Benchmark, r.Producers, r.Error, r.Unsupported, r.Samples)
 					}
-					probe := r.Benchmark != "usermode-count" && r.Benchmark != "syscall-count"
-					if probe && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
+					if bench, _ := benchmark.Lookup(r.Benchmark); bench.Probe() && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
 						t.Errorf("%s %s p=%d: no probe-free baseline", b.Variant, r.Benchmark, r.Producers)
 					}
 					if r.Benchmark == "kretprobe-flock-tracefs" && r.Counters["kprobe_profile_hits"] == 0 {

@@ -23,12 +23,7 @@ import (
 	"lab/internal/gitcmd"
 	"lab/internal/series"
 	"lab/internal/spec"
-)
-
-// Variant names.
-const (
-	Baseline = "baseline"
-	Patched  = "patched"
+	"lab/internal/variant"
 )
 
 // Tree is a prepared source work tree.
@@ -238,12 +233,13 @@ func (t *Tree) Checkout(ctx context.Context, commit string) error {
 // Variants returns the commits of the baseline and the patched variant of
 // the series in mode, creating them on first use. They are kept under
 // refs/lab/ so that later runs reuse them.
-func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (map[string]string, error) {
+func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (variant.Pair[string], error) {
+	var none variant.Pair[string]
 	ref := fmt.Sprintf("refs/lab/%s-%s-%s", t.BaseHash[:12], mode, s.Hash()[:16])
 	other, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref)
 	if err != nil || other == "" {
 		if err := t.Checkout(ctx, t.BaseHash); err != nil {
-			return nil, err
+			return none, err
 		}
 		switch mode {
 		case spec.ModeRevert:
@@ -252,20 +248,22 @@ func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (map
 			err = s.Apply(ctx, t.git)
 		}
 		if err != nil {
-			t.Checkout(ctx, t.BaseHash)
-			return nil, err
+			if cerr := t.Checkout(ctx, t.BaseHash); cerr != nil {
+				return none, fmt.Errorf("%w (and resetting the tree: %v)", err, cerr)
+			}
+			return none, err
 		}
 		if other, err = t.git.Output(ctx, "rev-parse", "HEAD"); err != nil {
-			return nil, err
+			return none, err
 		}
 		if _, err := t.git.Run(ctx, "update-ref", ref, other); err != nil {
-			return nil, err
+			return none, err
 		}
 	}
 	if mode == spec.ModeRevert {
-		return map[string]string{Baseline: other, Patched: t.BaseHash}, nil
+		return variant.Pair[string]{Baseline: other, Patched: t.BaseHash}, nil
 	}
-	return map[string]string{Baseline: t.BaseHash, Patched: other}, nil
+	return variant.Pair[string]{Baseline: t.BaseHash, Patched: other}, nil
 }
 
 // KconfigID identifies the Kconfig files of the checked-out commit by their

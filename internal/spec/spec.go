@@ -16,6 +16,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"lab/internal/arch"
+	"lab/internal/benchmark"
 	"lab/internal/topology"
 )
 
@@ -143,9 +145,6 @@ func (m Matrix) ProducersFor(cpus int) []int {
 	return out
 }
 
-// ControlBenchmarks are the benchmarks no probe series should move.
-var ControlBenchmarks = []string{"usermode-count", "syscall-count"}
-
 // JobBenchmarks is what each boot runs: the lab's benchmarks, then the
 // controls unless the lab turned them off or lists them itself.
 func (m Matrix) JobBenchmarks() []string {
@@ -153,7 +152,7 @@ func (m Matrix) JobBenchmarks() []string {
 	if m.Controls != nil && !*m.Controls {
 		return out
 	}
-	for _, c := range ControlBenchmarks {
+	for _, c := range benchmark.Controls() {
 		if !contains(out, c) {
 			out = append(out, c)
 		}
@@ -311,27 +310,6 @@ func (l *Lab) setDefaults() {
 	}
 }
 
-// Known lists the benchmark names the guest agent implements, with the
-// kernel's bench names (trig-*) where upstream has them.
-var Known = []string{
-	"usermode-count", "syscall-count",
-	"uprobe-nop", "uprobe-push", "uprobe-ret",
-	"uretprobe-nop", "uretprobe-push", "uretprobe-ret",
-	"uprobe-multi-nop", "uprobe-multi-push", "uprobe-multi-ret",
-	"uretprobe-multi-nop", "uretprobe-multi-push", "uretprobe-multi-ret",
-	"kprobe", "kretprobe", "kprobe-multi", "kretprobe-multi",
-	"kretprobe-flock", "kretprobe-flock-tracefs",
-}
-
-// Unsupported says why arch cannot run bench, or "" when it can. Only what is
-// known before building is here; the guest reports the rest per benchmark.
-func Unsupported(bench, arch string) string {
-	if arch == "arm64" && (bench == "kprobe-multi" || bench == "kretprobe-multi") {
-		return "needs CONFIG_FPROBE, which needs HAVE_RETHOOK, which arm64 lacks in 6.12"
-	}
-	return ""
-}
-
 // Validate checks the values; it is also run after command-line overrides.
 func (l *Lab) Validate() error { return l.validate(nil) }
 
@@ -365,10 +343,12 @@ func (l *Lab) validate(doc *yaml.Node) error {
 		}
 	}
 	m := l.Matrix
-	for i, a := range m.Arch {
-		if a != "x86_64" && a != "arm64" {
-			return at(fmt.Sprintf("arch %q: want x86_64 or arm64", a), "matrix", "arch", fmt.Sprint(i))
+	for i, name := range m.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			return at(err.Error(), "matrix", "arch", fmt.Sprint(i))
 		}
+		l.Matrix.Arch[i] = a.Name // aliases (aarch64, amd64) become lab's names
 	}
 	for i, c := range m.CPUs {
 		if c < 1 {
@@ -392,15 +372,14 @@ func (l *Lab) validate(doc *yaml.Node) error {
 			return at(err.Error(), keys...)
 		}
 	}
-	for i, b := range m.Benchmarks {
-		if !contains(Known, b) {
-			return at(fmt.Sprintf("unknown benchmark %q (known: %s)", b, strings.Join(Known, ", ")), "matrix", "benchmarks", fmt.Sprint(i))
+	for i, name := range m.Benchmarks {
+		b, ok := benchmark.Lookup(name)
+		if !ok {
+			return at(benchmark.Check(name).Error(), "matrix", "benchmarks", fmt.Sprint(i))
 		}
-	}
-	for i, b := range m.Benchmarks {
 		for _, a := range m.Arch {
-			if why := Unsupported(b, a); why != "" {
-				return at(fmt.Sprintf("benchmark %s cannot run on %s: %s", b, a, why), "matrix", "benchmarks", fmt.Sprint(i))
+			if why := b.UnsupportedOn(a); why != "" {
+				return at(fmt.Sprintf("benchmark %s cannot run on %s: %s", name, a, why), "matrix", "benchmarks", fmt.Sprint(i))
 			}
 		}
 	}
@@ -445,8 +424,8 @@ func (l *Lab) validate(doc *yaml.Node) error {
 		}
 	}
 	for i, c := range l.Claims {
-		if !contains(Known, c.Benchmark) {
-			return at(fmt.Sprintf("claim: unknown benchmark %q", c.Benchmark), "claims", fmt.Sprint(i), "benchmark")
+		if err := benchmark.Check(c.Benchmark); err != nil {
+			return at("claim: "+err.Error(), "claims", fmt.Sprint(i), "benchmark")
 		}
 		if _, err := c.MinPct(); err != nil {
 			return at("claim: "+err.Error(), "claims", fmt.Sprint(i), "min")

@@ -76,7 +76,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad mode", func(s string) string { return strings.Replace(s, "revert", "backwards", 1) }, `mode "backwards": want "apply" or "revert"`, 3},
 		{"unknown benchmark", func(s string) string { return strings.Replace(s, "[uprobe-nop]", "[uprobe-nop, uprobe-nope]", 1) }, `unknown benchmark "uprobe-nope"`, 7},
 		{"producers above cpus", func(s string) string { return strings.Replace(s, "[1, 2]", "[1, 4]", 1) }, "producers 4 is more than the 2 vCPUs", 8},
-		{"bad arch", func(s string) string { return strings.Replace(s, "[x86_64]", "[riscv]", 1) }, `arch "riscv"`, 5},
+		{"bad arch", func(s string) string { return strings.Replace(s, "[x86_64]", "[riscv]", 1) }, `unknown architecture "riscv"`, 5},
 		{"bad duration", func(s string) string { return strings.Replace(s, "3s", "three", 1) }, `"three" is not a duration`, 10},
 		{"bad type", func(s string) string { return strings.Replace(s, "boots: 4", "boots: many", 1) }, "cannot unmarshal", 9},
 		{"missing series", func(s string) string { return strings.Replace(s, "series: s1", "series: nope", 1) }, `series "nope": no folder`, 2},

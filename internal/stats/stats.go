@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"golang.org/x/perf/benchmath"
@@ -43,8 +44,10 @@ func (s Summary) CV() float64 {
 	return s.Stddev / math.Abs(s.Mean)
 }
 
-// Summarize describes observations.
+// Summarize describes observations. Values keeps them in the order given
+// (boot order): benchmath sorts the copy it works on.
 func Summarize(values []float64) Summary {
+	values = slices.Clone(values)
 	s := Summary{N: len(values), Values: values}
 	if s.N == 0 {
 		return s
@@ -60,7 +63,7 @@ func Summarize(values []float64) Summary {
 		}
 		s.Stddev = math.Sqrt(ss / float64(s.N-1))
 	}
-	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(values, &benchmath.DefaultThresholds), Confidence)
+	sum := benchmath.AssumeNothing.Summary(sample(values), Confidence)
 	s.Median = sum.Center
 	if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) && !math.IsNaN(sum.Lo) && !math.IsNaN(sum.Hi) {
 		s.Lo, s.Hi, s.HasCI = sum.Lo, sum.Hi, true
@@ -93,6 +96,8 @@ type Change struct {
 	FloorPct float64 `json:"floor_pct,omitempty"`
 	Verdict  string  `json:"verdict"` // Faster, Slower or Same; for rates, higher is faster
 	Why      string  `json:"why,omitempty"`
+	// NoData: one side has no observation, so nothing was compared.
+	NoData bool `json:"no_data,omitempty"`
 }
 
 // Compare tests patched against baseline. A change is significant when the
@@ -101,7 +106,7 @@ type Change struct {
 func Compare(base, pat []float64, floorPct float64) Change {
 	c := Change{FloorPct: floorPct, Verdict: Same}
 	if len(base) == 0 || len(pat) == 0 {
-		c.Why = "no observations"
+		c.Why, c.NoData = "no observations", true
 		return c
 	}
 	b, p := Summarize(base), Summarize(pat)
@@ -111,7 +116,7 @@ func Compare(base, pat []float64, floorPct float64) Change {
 	}
 	c.Pct = (p.Mean/b.Mean - 1) * 100
 	c.Lo, c.Hi = bootstrapCI(base, pat)
-	cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(base, &benchmath.DefaultThresholds), benchmath.NewSample(pat, &benchmath.DefaultThresholds))
+	cmp := benchmath.AssumeNothing.Compare(sample(base), sample(pat))
 	c.P = cmp.P
 	switch {
 	case c.P >= Alpha:
@@ -127,6 +132,12 @@ func Compare(base, pat []float64, floorPct float64) Change {
 		c.Verdict = Slower
 	}
 	return c
+}
+
+// sample makes a benchmath sample of a copy: NewSample sorts its input in
+// place, and callers' slices are in boot order.
+func sample(values []float64) *benchmath.Sample {
+	return benchmath.NewSample(slices.Clone(values), &benchmath.DefaultThresholds)
 }
 
 // MinN is the smallest number of observations per variant with which the

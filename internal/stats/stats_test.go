@@ -65,3 +65,23 @@ func TestMinN(t *testing.T) {
 		t.Errorf("MinN = %d, want 4 (2/C(8,4) = 0.029 < 0.05 < 2/C(6,3) = 0.1)", MinN())
 	}
 }
+
+// Observations stay in the order given (boot order): benchmath sorts what it
+// is given, and must be given a copy.
+func TestObservationsKeepBootOrder(t *testing.T) {
+	base := []float64{3, 1, 2, 5, 4}
+	pat := []float64{9, 7, 8, 6, 10}
+	s := Summarize(base)
+	Compare(base, pat, 0)
+	for i, want := range []float64{3, 1, 2, 5, 4} {
+		if base[i] != want || s.Values[i] != want {
+			t.Fatalf("order lost: input %v, summary %v", base, s.Values)
+		}
+	}
+	if pat[0] != 9 {
+		t.Errorf("Compare sorted its input: %v", pat)
+	}
+	if c := Compare(nil, pat, 0); !c.NoData {
+		t.Errorf("no baseline: %+v", c)
+	}
+}

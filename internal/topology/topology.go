@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"lab/internal/arch"
 	"lab/internal/cpulist"
 )
 
@@ -59,29 +60,23 @@ type Node struct {
 	MemoryMiB int64 `json:"memory_mib"`
 }
 
-// MaxCPUs is how many vCPUs lab can boot on arch: the smaller of the
-// machine type's limit in QEMU and the guest kernel's CONFIG_NR_CPUS=256
-// (kernel-config/<arch>.config). q35 stops at 255 under TCG: more needs
-// x2APIC IDs, which QEMU 7.2 only offers with KVM's in-kernel irqchip, and
-// one limit for both accelerators keeps a lab file valid on every host.
-func MaxCPUs(arch string) int {
-	if arch == "x86_64" {
-		return 255
+// Resolve checks a request against arch (lab's name) and fills in what was
+// left open. The arch's vCPU limit and whether it has clusters are in the
+// arch table.
+func Resolve(archName string, r Request) (Shape, error) {
+	a, err := arch.Lookup(archName)
+	if err != nil {
+		return Shape{}, err
 	}
-	return 256
-}
-
-// Resolve checks a request against arch and fills in what was left open.
-func Resolve(arch string, r Request) (Shape, error) {
 	s := Shape{CPUs: r.CPUs, Sockets: r.Sockets, Clusters: r.Clusters, Cores: r.Cores, Threads: r.Threads}
 	if s.CPUs < 1 {
 		return Shape{}, fmt.Errorf("%d vCPUs: want at least 1", s.CPUs)
 	}
-	if max := MaxCPUs(arch); s.CPUs > max {
-		return Shape{}, fmt.Errorf("%d vCPUs: %s guests boot at most %d here (QEMU's machine type and the kernel's NR_CPUS)", s.CPUs, arch, max)
+	if s.CPUs > a.MaxCPUs {
+		return Shape{}, fmt.Errorf("%d vCPUs: %s guests boot at most %d here (QEMU's machine type and the kernel's NR_CPUS)", s.CPUs, a.Name, a.MaxCPUs)
 	}
-	if s.Clusters > 1 && arch != "arm64" {
-		return Shape{}, fmt.Errorf("clusters=%d: only arm64's virt machine has clusters; use sockets and cores on %s", s.Clusters, arch)
+	if s.Clusters > 1 && !a.Clusters {
+		return Shape{}, fmt.Errorf("clusters=%d: %s's machine has no clusters; use sockets and cores", s.Clusters, a.Name)
 	}
 	if r.Memory != "" || r.Layout == nil {
 		mem, err := ParseMiB(r.Memory)

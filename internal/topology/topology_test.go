@@ -86,7 +86,7 @@ func TestResolveRejects(t *testing.T) {
 		{"arm64 above NR_CPUS", "arm64", Request{CPUs: 300, Memory: "1G"},
 			"arm64 guests boot at most 256"},
 		{"x86 clusters", "x86_64", Request{CPUs: 4, Clusters: 2, Memory: "1G"},
-			"only arm64's virt machine has clusters"},
+			"machine has no clusters"},
 		{"bad product", "x86_64", Request{CPUs: 6, Sockets: 4, Memory: "1G"},
 			"the product must equal the vCPUs, e.g. sockets=1 or sockets=2"},
 		{"node across sockets", "x86_64", Request{CPUs: 6, Sockets: 2, Memory: "1536M", NUMA: 3},

@@ -77,16 +77,23 @@ func kvmUsable(h Host, a arch.Arch) (bool, string) {
 	if h.DevKVM != nil {
 		return false, fmt.Sprintf("/dev/kvm is not usable: %v", h.DevKVM)
 	}
-	if h.GOARCH == "amd64" {
-		if !cpuFlag(h.CPUInfo, "vmx") && !cpuFlag(h.CPUInfo, "svm") {
-			pvm := ""
-			if h.PVMLoaded {
-				pvm = " (kvm_pvm is loaded: a PVM /dev/kvm, which hangs stock kernels)"
-			}
-			return false, "/dev/kvm exists but the CPU has no vmx/svm flag" + pvm
+	if len(a.KVMFlags) > 0 && !anyFlag(h.CPUInfo, a.KVMFlags) {
+		pvm := ""
+		if h.PVMLoaded {
+			pvm = " (kvm_pvm is loaded: a PVM /dev/kvm, which hangs stock kernels)"
 		}
+		return false, fmt.Sprintf("/dev/kvm exists but the CPU has no %s flag%s", strings.Join(a.KVMFlags, "/"), pvm)
 	}
 	return true, "/dev/kvm usable with hardware virtualisation"
+}
+
+func anyFlag(cpuinfo string, flags []string) bool {
+	for _, f := range flags {
+		if cpuFlag(cpuinfo, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func cpuFlag(cpuinfo, flag string) bool {

@@ -51,17 +51,6 @@ type VCPU struct {
 	Target string `json:"target"`
 }
 
-// BootError is a boot that did not deliver its results.
-type BootError struct {
-	Reason  string
-	Console []string // the console's last lines
-	Log     string
-}
-
-func (e *BootError) Error() string {
-	return fmt.Sprintf("%s; console (%s), last lines:\n    %s", e.Reason, e.Log, strings.Join(e.Console, "\n    "))
-}
-
 // Boot runs one guest to completion or until it stalls: deadline is how long
 // the guest may take to send its first record, and then how long it may go
 // quiet between records (c.Quiet when set), so that a slow but working guest
@@ -73,10 +62,10 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	args, err := c.Args()
 	if err != nil {
-		return nil, err
+		return nil, infra("QEMU command line", err)
 	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return nil, err
+		return nil, infra("boot directory", err)
 	}
 	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
 	os.Remove(c.QMPPath)
@@ -97,7 +86,7 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return out, fmt.Errorf("start %s: %w", c.Arch.QEMU, err)
+		return out, infra("start "+c.Arch.QEMU, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -114,7 +103,10 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	mon, err := connectQMP(qctx, c.QMPPath, exited)
 	qcancel()
 	if err != nil {
-		return out, c.bootError(fmt.Sprintf("QMP: %v; qemu: %s", err, strings.TrimSpace(stderr.String())))
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+		}
+		return out, infra("QMP", fmt.Errorf("%v; qemu: %s", err, strings.TrimSpace(stderr.String())))
 	}
 	defer mon.Disconnect()
 	if mon.Version != nil {
@@ -125,12 +117,12 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	if len(c.Shape.Nodes) > 0 {
 		if out.Memdevs, err = queryMemdevs(mon); err != nil {
-			return out, c.bootError(fmt.Sprintf("QMP query-memdev: %v", err))
+			return out, infra("QMP query-memdev", err)
 		}
 	}
 	if c.Pin != nil {
 		if err := pin(out.VCPUs, c.Pin); err != nil {
-			return out, fmt.Errorf("pin vCPU threads: %w", err)
+			return out, infra("pin vCPU threads", err)
 		}
 		out.Pinned = c.Pin
 	}
@@ -141,14 +133,14 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	var exitErr error
 	// Signs of life: the results port growing.
 	lastSize, lastLife, limit := int64(0), time.Now(), deadline
-	stalled := func(why string) (*Outcome, error) {
+	stalled := func(kind, why string) (*Outcome, error) {
 		stop(mon, exited, cmd)
 		out.Wall = time.Since(start)
 		out.Records, _ = ReadRecords(c.ResultsPath())
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
 		}
-		return out, c.bootError(why)
+		return out, c.bootError(kind, why)
 	}
 wait:
 	for {
@@ -165,12 +157,12 @@ wait:
 			}
 			if time.Since(lastLife) > limit {
 				if out.ToAgent == 0 {
-					return stalled(fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit))
+					return stalled(FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit))
 				}
-				return stalled(fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit))
+				return stalled(FailHang, fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit))
 			}
 		case <-bctx.Done():
-			return stalled("interrupted")
+			return stalled(FailInterrupt, "interrupted")
 		}
 	}
 	out.Wall = time.Since(start)
@@ -179,34 +171,35 @@ wait:
 	}
 	out.Records, err = ReadRecords(c.ResultsPath())
 	if err != nil {
-		return out, c.bootError(fmt.Sprintf("results: %v", err))
+		return out, infra("read the agent's records", err)
 	}
 	if exitErr != nil {
-		return out, c.bootError(fmt.Sprintf("qemu: %v: %s", exitErr, strings.TrimSpace(stderr.String())))
+		// The guest powers off, or reboots into -no-reboot, and QEMU exits 0:
+		// anything else is QEMU's own end (killed, crashed).
+		return out, infra(c.Arch.QEMU+" exited", fmt.Errorf("%v: %s", exitErr, strings.TrimSpace(stderr.String())))
 	}
 	for _, r := range out.Records {
 		if r.Type == protocol.TypeError {
-			return out, c.bootError("agent: " + r.Error)
+			return out, c.bootError(FailAgent, "agent: "+r.Error)
 		}
 	}
 	if len(out.Records) == 0 || out.Records[len(out.Records)-1].Type != protocol.TypeDone {
-		reason := "guest stopped before the agent finished"
 		if panicked(c.ConsoleLog()) {
-			reason = "kernel panic"
+			return out, c.bootError(FailPanic, "kernel panic")
 		}
-		return out, c.bootError(reason)
+		return out, c.bootError(FailStopped, "guest stopped before the agent finished")
 	}
 	// A boot whose kernel complained is not a clean measurement, even when
 	// the agent finished: fail it and say where.
 	if out.Problems, err = ScanConsole(c.ConsoleLog()); err != nil {
-		return out, fmt.Errorf("scan console: %w", err)
+		return out, infra("scan console", err)
 	}
 	if len(out.Problems) > 0 {
 		var lines []string
 		for _, p := range out.Problems {
 			lines = append(lines, p.String())
 		}
-		return out, &BootError{Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
+		return out, &BootError{Kind: FailProblem, Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
 			Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
 	}
 	return out, nil
@@ -236,17 +229,17 @@ func connectQMP(ctx context.Context, path string, exited <-chan error) (*qmp.Soc
 func (c Config) checkVCPUs(mon *qmp.SocketMonitor, out *Outcome) error {
 	raw, err := mon.Run([]byte(`{"execute":"query-cpus-fast"}`))
 	if err != nil {
-		return c.bootError(fmt.Sprintf("QMP query-cpus-fast: %v", err))
+		return infra("QMP query-cpus-fast", err)
 	}
 	var resp struct {
 		Return []VCPU `json:"return"`
 	}
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return fmt.Errorf("QMP query-cpus-fast: %w", err)
+		return infra("QMP query-cpus-fast", err)
 	}
 	out.VCPUs = resp.Return
 	if len(resp.Return) != c.Shape.CPUs {
-		return c.bootError(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.Shape.CPUs))
+		return infra(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.Shape.CPUs), nil)
 	}
 	return nil
 }
@@ -336,8 +329,8 @@ func ReadRecords(path string) ([]protocol.Record, error) {
 	return recs, sc.Err()
 }
 
-func (c Config) bootError(reason string) error {
-	return &BootError{Reason: reason, Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
+func (c Config) bootError(kind, reason string) error {
+	return &BootError{Kind: kind, Reason: reason, Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
 }
 
 func tail(path string, n int) []string {

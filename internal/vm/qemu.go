@@ -58,17 +58,15 @@ func (c Config) Cmdline() (string, error) {
 	// loglevel=7: KERN_INFO reaches the console, where KUnit reports its
 	// results; WARNINGs and worse would show at any level.
 	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", "loglevel=7"}
-	if c.Arch.Name == "x86_64" && c.Accel.Name == TCG {
-		// TCG has no stable TSC to calibrate against; don't fall back to
-		// slow clocksources on a long run.
-		parts = append(parts, "tsc=reliable")
+	if c.Accel.Name == TCG {
+		parts = append(parts, c.Arch.TCGCmdline...)
 		// Each secondary CPU calibrates its delay loop, and under TCG the
 		// direct method fails ("calibrate_delay_direct() failed") and falls
 		// back to a slow loop: about 0.3 s of guest time per CPU, the bulk
-		// of a 64-vCPU boot. x86 delays count TSC cycles, and the guest's
-		// TSC is the host's under TCG, so lpj from the host's TSC rate is
-		// the value the boot CPU computes itself.
-		if c.LPJ > 0 && c.Clock != ClockICount {
+		// of a 64-vCPU x86_64 boot. Where delays count TSC cycles and the
+		// guest's TSC is the host's, lpj from the host's TSC rate is the
+		// value the boot CPU computes itself.
+		if c.LPJ > 0 && c.Arch.TSCDelayLoop && c.Clock != ClockICount {
 			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
 		}
 	}

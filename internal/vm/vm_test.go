@@ -1,13 +1,16 @@
 package vm
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
@@ -141,10 +144,55 @@ func TestBootErrorQuotesConsole(t *testing.T) {
 	dir := t.TempDir()
 	c := Config{Dir: dir}
 	os.WriteFile(c.ConsoleLog(), []byte("line 1\r\nKernel panic - not syncing: VFS: Unable to mount root fs\r\n"), 0o644)
-	err := c.bootError("kernel panic")
+	err := c.bootError(FailPanic, "kernel panic")
 	var be *BootError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "Unable to mount root fs") || strings.Contains(err.Error(), "\r") {
 		t.Fatalf("error = %q", err)
+	}
+	if Kind(err) != FailPanic || !KernelFault(Kind(err)) {
+		t.Errorf("kind %q", Kind(err))
+	}
+}
+
+// Kernel failures and infrastructure failures are told apart, and so is an
+// interruption: a bisect skips the first, stops on the second.
+func TestKind(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		kind   string
+		kernel bool
+	}{
+		{&BootError{Kind: FailHang}, FailHang, true},
+		{fmt.Errorf("boot 3: %w", &BootError{Kind: FailProblem}), FailProblem, true},
+		{infra("start qemu-system-x86_64", os.ErrNotExist), FailInfra, false},
+		{fmt.Errorf("boot interrupted: %w", context.Canceled), FailInterrupt, false},
+		{errors.New("something else"), FailInfra, false},
+		{nil, "", false},
+	} {
+		if got := Kind(tc.err); got != tc.kind || KernelFault(got) != tc.kernel {
+			t.Errorf("Kind(%v) = %q (kernel's fault %v)", tc.err, got, KernelFault(got))
+		}
+	}
+	var ie *InfraError
+	if err := infra("start", os.ErrNotExist); !errors.As(err, &ie) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("InfraError does not unwrap: %v", err)
+	}
+}
+
+// QEMU that cannot start is an infrastructure failure, not the kernel's.
+func TestBootWithoutQEMUIsInfra(t *testing.T) {
+	a := mustArch(t, "x86_64")
+	a.QEMU = "/nonexistent/qemu-system-x86_64"
+	dir := t.TempDir()
+	shape, err := topology.Resolve(a.Name, topology.Request{CPUs: 1, Memory: "256M"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Arch: a, Kernel: "k", Initrd: "i", Shape: shape, Accel: Accel{Name: TCG}, Clock: ClockWall,
+		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
+	_, err = Boot(context.Background(), c, time.Second, nil)
+	if Kind(err) != FailInfra {
+		t.Fatalf("err = %v, kind %q", err, Kind(err))
 	}
 }
 

@@ -1,0 +1,166 @@
+// Package benchmark is the table of lab's guest benchmarks: what each one
+// attaches, what its producers call, whether it is a control, where it
+// cannot run. The lab validator, the guest agent's dispatch and the
+// documentation (`lab benchmarks`) all read this one table.
+package benchmark
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is what a benchmark attaches before its producers start.
+type Kind string
+
+// Kinds, named after what the kernel's bench attaches (trig-*).
+const (
+	Count            Kind = "count"             // nothing: the loop alone, counted in user space
+	Uprobe           Kind = "uprobe"            // BPF uprobe on a user-space target
+	Uretprobe        Kind = "uretprobe"         // BPF uretprobe
+	UprobeMulti      Kind = "uprobe-multi"      // BPF uprobe_multi link
+	UretprobeMulti   Kind = "uretprobe-multi"   // BPF uretprobe_multi link
+	Kprobe           Kind = "kprobe"            // BPF kprobe on a syscall entry
+	Kretprobe        Kind = "kretprobe"         // BPF kretprobe
+	KprobeMulti      Kind = "kprobe-multi"      // BPF kprobe_multi link (fprobe)
+	KretprobeMulti   Kind = "kretprobe-multi"   // BPF kretprobe_multi link
+	TracefsKretprobe Kind = "tracefs-kretprobe" // a tracefs "r" event, no BPF
+)
+
+// Loops: what each producer calls in its tight loop. nop, push and ret are
+// the user-space targets of initramfs/targets (their first instruction is
+// the one named); getpgid and flock are syscalls.
+const (
+	LoopNop     = "nop"
+	LoopPush    = "push"
+	LoopRet     = "ret"
+	LoopGetpgid = "getpgid"
+	LoopFlock   = "flock"
+)
+
+// Benchmark is one row of the table.
+type Benchmark struct {
+	Name string
+	Kind Kind
+	// Loop is what the producers call; kprobe kinds attach to its
+	// syscall's entry, uprobe kinds to its target.
+	Loop string
+	// Control: no kernel series should move it, so every boot runs it to
+	// show host drift.
+	Control bool
+	// Upstream is the name of the same benchmark in the kernel's
+	// tools/testing/selftests/bpf/bench, "" when it has none.
+	Upstream string
+	// Unsupported says, per arch, why the benchmark cannot run there; what
+	// the guest finds out only at run time it reports itself.
+	Unsupported map[string]string
+	About       string
+}
+
+const noRethook = "needs CONFIG_FPROBE, which needs HAVE_RETHOOK, which arm64 lacks in 6.12"
+
+var table = []Benchmark{
+	{Name: "usermode-count", Kind: Count, Loop: LoopNop, Control: true, Upstream: "trig-usermode-count",
+		About: "the nop target called from user space: the host's speed, no kernel at all"},
+	{Name: "syscall-count", Kind: Count, Loop: LoopGetpgid, Control: true, Upstream: "trig-syscall-count",
+		About: "getpgid() in a loop, no probe: the syscall path"},
+	{Name: "uprobe-nop", Kind: Uprobe, Loop: LoopNop, Upstream: "trig-uprobe-nop", About: "uprobe on a nop"},
+	{Name: "uprobe-push", Kind: Uprobe, Loop: LoopPush, Upstream: "trig-uprobe-push", About: "uprobe on a frame-pointer push"},
+	{Name: "uprobe-ret", Kind: Uprobe, Loop: LoopRet, Upstream: "trig-uprobe-ret", About: "uprobe on a ret"},
+	{Name: "uretprobe-nop", Kind: Uretprobe, Loop: LoopNop, Upstream: "trig-uretprobe-nop", About: "uretprobe on a nop function"},
+	{Name: "uretprobe-push", Kind: Uretprobe, Loop: LoopPush, Upstream: "trig-uretprobe-push", About: "uretprobe on a push function"},
+	{Name: "uretprobe-ret", Kind: Uretprobe, Loop: LoopRet, Upstream: "trig-uretprobe-ret", About: "uretprobe on a ret function"},
+	{Name: "uprobe-multi-nop", Kind: UprobeMulti, Loop: LoopNop, Upstream: "trig-uprobe-multi-nop", About: "uprobe_multi link on a nop"},
+	{Name: "uprobe-multi-push", Kind: UprobeMulti, Loop: LoopPush, Upstream: "trig-uprobe-multi-push", About: "uprobe_multi link on a push"},
+	{Name: "uprobe-multi-ret", Kind: UprobeMulti, Loop: LoopRet, Upstream: "trig-uprobe-multi-ret", About: "uprobe_multi link on a ret"},
+	{Name: "uretprobe-multi-nop", Kind: UretprobeMulti, Loop: LoopNop, Upstream: "trig-uretprobe-multi-nop", About: "uretprobe_multi link on a nop function"},
+	{Name: "uretprobe-multi-push", Kind: UretprobeMulti, Loop: LoopPush, Upstream: "trig-uretprobe-multi-push", About: "uretprobe_multi link on a push function"},
+	{Name: "uretprobe-multi-ret", Kind: UretprobeMulti, Loop: LoopRet, Upstream: "trig-uretprobe-multi-ret", About: "uretprobe_multi link on a ret function"},
+	{Name: "kprobe", Kind: Kprobe, Loop: LoopGetpgid, Upstream: "trig-kprobe", About: "kprobe on getpgid's entry"},
+	{Name: "kretprobe", Kind: Kretprobe, Loop: LoopGetpgid, Upstream: "trig-kretprobe", About: "kretprobe on getpgid's entry"},
+	{Name: "kprobe-multi", Kind: KprobeMulti, Loop: LoopGetpgid, Upstream: "trig-kprobe-multi",
+		Unsupported: map[string]string{"arm64": noRethook}, About: "kprobe_multi link on getpgid's entry"},
+	{Name: "kretprobe-multi", Kind: KretprobeMulti, Loop: LoopGetpgid, Upstream: "trig-kretprobe-multi",
+		Unsupported: map[string]string{"arm64": noRethook}, About: "kretprobe_multi link on getpgid's entry"},
+	{Name: "kretprobe-flock", Kind: Kretprobe, Loop: LoopFlock,
+		About: "kretprobe on flock's entry, flock(0x7878, 0x8787) failing fast with EBADF: the objpool series' loop"},
+	{Name: "kretprobe-flock-tracefs", Kind: TracefsKretprobe, Loop: LoopFlock,
+		About: "a tracefs r event on flock with the lab's maxactive, kprobe_profile's hits and misses recorded"},
+}
+
+// All returns the table, in the order benchmarks are documented.
+func All() []Benchmark { return append([]Benchmark(nil), table...) }
+
+// Lookup finds a benchmark by name.
+func Lookup(name string) (Benchmark, bool) {
+	for _, b := range table {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Benchmark{}, false
+}
+
+// Names lists every benchmark's name.
+func Names() []string {
+	var out []string
+	for _, b := range table {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+// Controls lists the control benchmarks: every boot runs them.
+func Controls() []string {
+	var out []string
+	for _, b := range table {
+		if b.Control {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// IsControl reports whether name is a control benchmark.
+func IsControl(name string) bool {
+	b, ok := Lookup(name)
+	return ok && b.Control
+}
+
+// Probe reports whether the benchmark attaches a probe (and so also
+// measures its loop probe-free first).
+func (b Benchmark) Probe() bool { return b.Kind != Count }
+
+// UnsupportedOn says why arch cannot run the benchmark, "" when it can.
+func (b Benchmark) UnsupportedOn(arch string) string { return b.Unsupported[arch] }
+
+// Check names an unknown benchmark with the known ones.
+func Check(name string) error {
+	if _, ok := Lookup(name); !ok {
+		return fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return nil
+}
+
+// Doc is the table as text, for `lab benchmarks` and the README.
+func Doc() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s %-18s %-8s %-26s %s\n", "benchmark", "attaches", "loop", "upstream bench", "notes")
+	for _, x := range table {
+		up := x.Upstream
+		if up == "" {
+			up = "-"
+		}
+		var notes []string
+		if x.Control {
+			notes = append(notes, "control")
+		}
+		for _, a := range []string{"x86_64", "arm64"} {
+			if why := x.Unsupported[a]; why != "" {
+				notes = append(notes, "not on "+a)
+			}
+		}
+		notes = append(notes, x.About)
+		fmt.Fprintf(&b, "%-24s %-18s %-8s %-26s %s\n", x.Name, x.Kind, x.Loop, up, strings.Join(notes, "; "))
+	}
+	return b.String()
+}

@@ -1,0 +1,161 @@
+// Package flagval holds command-line flag values that remember whether
+// they were given, so that 0 is a value and not "unset", and that refuse a
+// flag given twice. Every lab command registers its flags with them.
+package flagval
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// once refuses a flag given twice: which one was meant?
+type once struct{ set bool }
+
+// IsSet reports whether the flag was given.
+func (o *once) IsSet() bool { return o.set }
+
+func (o *once) mark() error {
+	if o.set {
+		return fmt.Errorf("given twice: give it once")
+	}
+	o.set = true
+	return nil
+}
+
+// String is a string flag.
+type String struct {
+	once
+	V string
+}
+
+func (s *String) String() string { return s.V }
+func (s *String) Set(v string) error {
+	if err := s.mark(); err != nil {
+		return err
+	}
+	s.V = v
+	return nil
+}
+
+// Bool is a boolean flag (-x or -x=false).
+type Bool struct {
+	once
+	V bool
+}
+
+func (b *Bool) String() string   { return strconv.FormatBool(b.V) }
+func (b *Bool) IsBoolFlag() bool { return true }
+func (b *Bool) Set(v string) error {
+	if err := b.mark(); err != nil {
+		return err
+	}
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	b.V = x
+	return nil
+}
+
+// Int is a whole-number flag: 1.5 or 1e3 is an error, not 1.
+type Int struct {
+	once
+	V int
+}
+
+func (n *Int) String() string { return strconv.Itoa(n.V) }
+func (n *Int) Set(v string) error {
+	if err := n.mark(); err != nil {
+		return err
+	}
+	x, err := parseCount(v)
+	n.V = x
+	return err
+}
+
+// Duration is a duration flag (5s, 500ms, or 0), never negative.
+type Duration struct {
+	once
+	V time.Duration
+}
+
+func (d *Duration) String() string { return d.V.String() }
+func (d *Duration) Set(v string) error {
+	if err := d.mark(); err != nil {
+		return err
+	}
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		// A bare 0 is a duration; other bare numbers are ambiguous.
+		if v == "0" {
+			d.V = 0
+			return nil
+		}
+		return fmt.Errorf("not a duration: write e.g. 5s or 500ms")
+	}
+	if x < 0 {
+		return fmt.Errorf("negative")
+	}
+	d.V = x
+	return nil
+}
+
+// Strings is a comma-separated list flag without empty items.
+type Strings struct {
+	once
+	V []string
+}
+
+func (s *Strings) String() string { return strings.Join(s.V, ",") }
+func (s *Strings) Set(v string) error {
+	if err := s.mark(); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			return fmt.Errorf("an empty item in %q", v)
+		}
+		s.V = append(s.V, f)
+	}
+	return nil
+}
+
+// Ints is a comma-separated list of whole numbers.
+type Ints struct {
+	once
+	V []int
+}
+
+func (l *Ints) String() string {
+	var s []string
+	for _, n := range l.V {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *Ints) Set(v string) error {
+	if err := l.mark(); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(v, ",") {
+		n, err := parseCount(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		l.V = append(l.V, n)
+	}
+	return nil
+}
+
+// parseCount reads a whole number, saying what is wrong with anything else
+// (1.5, 1e3, an empty item) rather than truncating it.
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	return n, nil
+}

@@ -1,0 +1,60 @@
+package flagval
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValues(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		n  Int
+		d  Duration
+		l  Ints
+		s  Strings
+		b  Bool
+		st = String{V: "default"}
+	)
+	fs.Var(&n, "n", "")
+	fs.Var(&d, "d", "")
+	fs.Var(&l, "l", "")
+	fs.Var(&s, "s", "")
+	fs.Var(&b, "b", "")
+	fs.Var(&st, "st", "")
+	if err := fs.Parse([]string{"-n", "0", "-d", "0", "-l", "1,2", "-s", "a,b", "-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if !n.IsSet() || n.V != 0 || !d.IsSet() || d.V != 0 || len(l.V) != 2 || len(s.V) != 2 || !b.V || st.IsSet() || st.V != "default" {
+		t.Errorf("n %+v d %+v l %+v s %+v b %+v st %+v", n, d, l, s, b, st)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "1", "-n", "2"}, "given twice"},
+		{[]string{"-n", "1.5"}, "not a whole number"},
+		{[]string{"-d", "-1s"}, "negative"},
+		{[]string{"-d", "3"}, "not a duration"},
+		{[]string{"-l", "1,,2"}, "not a whole number"},
+		{[]string{"-s", "a,"}, "empty item"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var n Int
+		var d Duration
+		var l Ints
+		var s Strings
+		fs.Var(&n, "n", "")
+		fs.Var(&d, "d", "")
+		fs.Var(&l, "l", "")
+		fs.Var(&s, "s", "")
+		if err := fs.Parse(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	_ = time.Second
+}

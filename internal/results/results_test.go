@@ -1,0 +1,71 @@
+package results
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/initramfs/protocol"
+	"lab/internal/vm"
+)
+
+func res(bench string, p int, hits ...uint64) protocol.Result {
+	r := protocol.Result{Benchmark: bench, Producers: p}
+	for _, h := range hits {
+		r.Samples = append(r.Samples, protocol.Sample{IntervalNS: 1e9, Hits: h})
+	}
+	return r
+}
+
+func TestScalingRatios(t *testing.T) {
+	got := ScalingRatios([]protocol.Result{
+		res("kretprobe", 1, 100, 100),
+		res("kretprobe", 2, 196, 196),
+		res("kretprobe", 4, 300, 300),
+		res("uprobe-nop", 2, 50), // no 1-producer figure: no ratio
+		{Benchmark: "uprobe-ret", Producers: 1, Error: "attach failed"},
+		res("uprobe-ret", 2, 10),
+	})
+	want := []Ratio{{"kretprobe", 2, 1.96}, {"kretprobe", 4, 3}}
+	if len(got) != len(want) {
+		t.Fatalf("ratios = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].Benchmark != want[i].Benchmark || got[i].Producers != want[i].Producers || math.Abs(got[i].Value-want[i].Value) > 1e-9 {
+			t.Errorf("ratio %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// results.json carries its schema; an unversioned file (before schemas) is
+// read, with a failed boot's message kept; a newer schema is refused.
+func TestLoadSchemas(t *testing.T) {
+	dir := t.TempDir()
+	r := &Run{Lab: "t", Boots: []Boot{{Index: 1}, {Index: 2}}}
+	r.Boots[1].Fail(&vm.BootError{Kind: vm.FailHang, Reason: "deadline passed"})
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(filepath.Join(dir, "results.json"))
+	if err != nil || got.Schema != Schema || got.Boots[1].Failure.Kind != vm.FailHang || !got.Boots[0].OK() {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	legacy := filepath.Join(dir, "legacy.json")
+	os.WriteFile(legacy, []byte(`{"lab":"t","boots":[{"index":1,"error":"kernel panic; console..."},{"index":2}]}`), 0o644)
+	got, err = Load(legacy)
+	if err != nil || got.Boots[0].OK() || got.Boots[0].Failure.Kind != "unknown" || !got.Boots[1].OK() {
+		t.Fatalf("legacy: %+v, %v", got, err)
+	}
+	newer := filepath.Join(dir, "newer.json")
+	os.WriteFile(newer, []byte(`{"schema":99,"lab":"t"}`), 0o644)
+	if _, err := Load(newer); err == nil || !strings.Contains(err.Error(), "schema 99") {
+		t.Errorf("newer schema: %v", err)
+	}
+	other := filepath.Join(dir, "other.json")
+	os.WriteFile(other, []byte(`[1,2,3]`), 0o644)
+	if _, err := Load(other); err == nil || !strings.Contains(err.Error(), "not a lab results file") {
+		t.Errorf("another tool's JSON: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+package run
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"lab/internal/flagval"
+	"lab/internal/variant"
+)
+
+// Flags are the options of a run that are not part of the lab: where the
+// cache and results go, the accelerator, make's -j, one variant only.
+type Flags struct {
+	Accel   flagval.String
+	Cache   flagval.String
+	Results flagval.String
+	Jobs    flagval.Int
+	Only    flagval.String
+}
+
+// RegisterFlags adds the run options to fs.
+func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
+	f.Cache.V = DefaultCache()
+	fs.Var(&f.Accel, "accel", "force an accelerator: kvm or tcg (default: KVM when it really works)")
+	fs.Var(&f.Cache, "cache", "cache of sources, kernels and images ($LAB_CACHE, or ~/.cache/lab)")
+	fs.Var(&f.Results, "results", "results folder (default: results/ in lab's checkout)")
+	fs.Var(&f.Jobs, "j", "make -j for kernel builds (default: host CPUs)")
+	fs.Var(&f.Only, "only", "boot only this variant (baseline or patched): for soak and debugging runs")
+}
+
+// Apply fills in opt from the flags that were given; root is lab's
+// checkout, where results/ goes by default.
+func (f *Flags) Apply(opt *Options, root string) error {
+	if f.Jobs.IsSet() && f.Jobs.V < 1 {
+		return fmt.Errorf("-j %d: want 1 or more build jobs", f.Jobs.V)
+	}
+	switch f.Accel.V {
+	case "", "kvm", "tcg":
+	default:
+		return fmt.Errorf("--accel %q: want kvm or tcg", f.Accel.V)
+	}
+	if f.Only.IsSet() {
+		v, err := variant.Parse(f.Only.V)
+		if err != nil {
+			return fmt.Errorf("--only: %w", err)
+		}
+		opt.Only = v
+	}
+	opt.Accel, opt.CacheDir, opt.Jobs = f.Accel.V, f.Cache.V, f.Jobs.V
+	opt.ResultsDir = f.Results.V
+	if opt.ResultsDir == "" {
+		opt.ResultsDir = filepath.Join(root, "results")
+	}
+	return nil
+}
+
+// DefaultCache is $LAB_CACHE, or ~/.cache/lab.
+func DefaultCache() string {
+	if d := os.Getenv("LAB_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "lab-cache")
+	}
+	return filepath.Join(home, ".cache", "lab")
+}

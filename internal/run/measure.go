@@ -1,0 +1,161 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/topology"
+	"lab/internal/variant"
+	"lab/internal/vm"
+)
+
+// measure boots every slot in order, saving results.json after each boot.
+// It returns the number of failed boots: a failed boot does not stop the
+// run, an interruption does.
+func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []Slot, art *Artifacts) (int, error) {
+	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(qmpDir)
+	announced := map[int]bool{}
+	failed := 0
+	for n, slot := range slots {
+		p := plans[slot.Plan]
+		if !announced[slot.Plan] {
+			announced[slot.Plan] = true
+			r.logf("%s, %s: %s (%s), %s clock; %s", p.Arch.Name, p.Shape, strings.ToUpper(p.Accel.Name), p.Accel.Reason, p.Clock, p.PinNote)
+			for _, c := range p.Caveats {
+				r.logf("caveat: %s", c)
+			}
+		}
+		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), slot.Variant)
+		b, err := r.boot(ctx, p, slot.Variant, art, len(r.run.Boots)+1, filepath.Join(qmpDir, "qmp.sock"), label)
+		if err != nil {
+			b.Fail(err)
+			failed++
+		}
+		r.run.Boots = append(r.run.Boots, b)
+		if serr := r.save(); serr != nil {
+			return failed, serr
+		}
+		if ctx.Err() != nil {
+			return failed, fmt.Errorf("interrupted during %s: %w", label, ctx.Err())
+		}
+		if err != nil {
+			r.logf("%s FAILED (%s): %v", label, b.Failure.Kind, err)
+			continue
+		}
+		r.logf("%s: %s in %.1fs (agent up after %.1fs)", label, summary(b), b.Outcome.Wall.Seconds(), b.Outcome.ToAgent.Seconds())
+	}
+	return failed, nil
+}
+
+// boot runs one guest of plan p with variant v's kernel and checks what it
+// delivered: the guest's shape and the console lines the lab expects. The
+// returned Boot is filled in as far as the boot got.
+func (r *Runner) boot(ctx context.Context, p ShapePlan, v variant.Variant, art *Artifacts, idx int, qmp, label string) (results.Boot, error) {
+	shape := p.Shape
+	hostTopo := p.HostTopology
+	rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%s-%s", idx, p.Arch.Name, p.Tag(), v))
+	b := results.Boot{
+		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: p.Accel, Clock: p.Clock,
+		Console: filepath.Join(rel, "console.log"), Job: p.Job,
+		Shape: &shape, HostTopology: &hostTopo, Caveats: p.Caveats, Pinning: p.PinNote,
+	}
+	kernel, err := art.Kernel(p.Arch.Name, v)
+	if err != nil {
+		return b, err
+	}
+	initrd, err := art.Initrd(p.Arch.Name)
+	if err != nil {
+		return b, err
+	}
+	cfg := vm.Config{
+		LPJ: p.LPJ(kernel.Info.HZ()), Oversubscribed: p.Oversubscribed,
+		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
+		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(r.dir, rel),
+		QMPPath: qmp, Pin: p.Pin, Quiet: p.Quiet,
+	}
+	r.logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
+	out, err := r.env.Boot(ctx, cfg, p.BootDeadline, func(s string) { r.logf("%s: %s", label, s) })
+	b.Outcome = out
+	if out != nil {
+		for _, rec := range out.Records {
+			switch rec.Type {
+			case protocol.TypeHello:
+				b.Hello = rec.Hello
+			case protocol.TypeResult:
+				b.Results = append(b.Results, *rec.Result)
+			}
+		}
+	}
+	if err != nil {
+		return b, err
+	}
+	if err := checkGuest(b, shape); err != nil {
+		return b, &vm.BootError{Kind: vm.FailShape, Reason: err.Error()}
+	}
+	if err := expectConsole(filepath.Join(r.dir, b.Console), r.lab.ConsoleExpect); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+// checkGuest compares the machine QEMU built (QMP) and the one the guest
+// kernel found (the agent's hello) with the shape asked for.
+func checkGuest(b results.Boot, shape topology.Shape) error {
+	if b.Hello == nil {
+		return fmt.Errorf("the agent never said hello")
+	}
+	var cpus []topology.QMPCPU
+	var memdevs []topology.Memdev
+	if b.Outcome != nil {
+		cpus, memdevs = b.Outcome.QMPCPUs(), b.Outcome.Memdevs
+	}
+	return topology.Verify(shape, cpus, memdevs, b.Hello)
+}
+
+// expectConsole fails a boot whose console lacks a line the lab expects
+// (e.g. a KUnit suite's "ok" line).
+func expectConsole(log string, expect []string) error {
+	if len(expect) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		return &vm.InfraError{Reason: "read the console log", Err: err}
+	}
+	for _, e := range expect {
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return err
+		}
+		if !re.Match(data) {
+			return &vm.BootError{Kind: vm.FailExpect, Reason: fmt.Sprintf("the console never showed %q (console_expect): see %s", e, log)}
+		}
+	}
+	return nil
+}
+
+func summary(b results.Boot) string {
+	var parts []string
+	for _, res := range b.Results {
+		switch {
+		case res.Error != "":
+			parts = append(parts, fmt.Sprintf("%s p=%d error: %s", res.Benchmark, res.Producers, res.Error))
+		case res.Unsupported != "":
+			parts = append(parts, fmt.Sprintf("%s p=%d unsupported: %s", res.Benchmark, res.Producers, res.Unsupported))
+		default:
+			parts = append(parts, fmt.Sprintf("%s p=%d %.4f M/s", res.Benchmark, res.Producers, protocol.Rate(res.Samples)/1e6))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,179 @@
+package run
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/arch"
+	"lab/internal/spec"
+	"lab/internal/topology"
+	"lab/internal/variant"
+	"lab/internal/vm"
+)
+
+// Host is what planning needs to know about the machine lab runs on, read
+// once per run (ReadHost) so that Plan itself is a pure function.
+type Host struct {
+	VM       vm.Host       // what accelerator detection looks at
+	Topology topology.Host // host CPUs and NUMA nodes, for pinning and caveats
+	CPUs     int
+	TSCkHz   int64 // the host's TSC rate, 0 when unknown or not x86
+}
+
+// ReadHost looks at this machine; forcedAccel is --accel ("" for auto).
+func ReadHost(forcedAccel string) Host {
+	h := Host{VM: vm.ReadHost(forcedAccel), CPUs: runtime.NumCPU()}
+	h.Topology = topology.ReadHost(h.CPUs)
+	if khz, ok := vm.HostTSCkHz(); ok {
+		h.TSCkHz = khz
+	}
+	return h
+}
+
+// ShapePlan is how every boot of one arch and guest shape runs: decided
+// before anything is built, the same for both variants.
+type ShapePlan struct {
+	Arch           arch.Arch
+	Shape          topology.Shape
+	Accel          vm.Accel
+	Clock          string // vm.ClockWall or vm.ClockICount
+	Pin            []int  // host CPU of each vCPU thread; nil: not pinned
+	PinNote        string // whether and why (not) pinned
+	Caveats        []string
+	Job            protocol.Job
+	BootDeadline   time.Duration // QEMU start to the agent's first record
+	Quiet          time.Duration // then, at most between two records
+	Oversubscribed bool          // more vCPUs than host CPUs
+	HostTopology   topology.Host
+	TSCkHz         int64 // for lpj= (see LPJ)
+}
+
+// Tag names the shape in boot directories and labels: "2cpu", "16cpu-4node".
+func (p ShapePlan) Tag() string {
+	tag := fmt.Sprintf("%dcpu", p.Shape.CPUs)
+	if len(p.Shape.Nodes) > 1 {
+		tag += fmt.Sprintf("-%dnode", len(p.Shape.Nodes))
+	}
+	return tag
+}
+
+// LPJ is the loops-per-jiffy value the guest gets on its command line for a
+// kernel with CONFIG_HZ=hz, 0 when it does not apply: only multi-vCPU TCG
+// guests under the wall clock on arches whose delay loop counts the TSC
+// (see vm.Config.Cmdline).
+func (p ShapePlan) LPJ(hz int) int64 {
+	if !p.Arch.TSCDelayLoop || p.Accel.Name != vm.TCG || p.Clock != vm.ClockWall || p.Shape.CPUs < 2 || p.TSCkHz == 0 || hz <= 0 {
+		return 0
+	}
+	return p.TSCkHz * 1000 / int64(hz)
+}
+
+// Plan decides, for every arch and shape of the lab's matrix, the
+// accelerator, clock, pinning, job and deadlines. It fails before anything
+// heavy starts when the host cannot run the lab (e.g. --accel kvm without
+// KVM).
+func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
+	m := lab.Matrix
+	var plans []ShapePlan
+	for _, name := range m.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		accel, err := vm.ChooseAccel(h.VM, a)
+		if err != nil {
+			return nil, err
+		}
+		shapes, err := m.Shapes(a.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, shape := range shapes {
+			clock := chooseClock(m.Measure, accel, shape.CPUs)
+			if clock == vm.ClockICount && accel.Name != vm.TCG {
+				return nil, fmt.Errorf("%s, %s: measure icount needs TCG, and this run uses %s (%s)", a.Name, shape, strings.ToUpper(accel.Name), accel.Reason)
+			}
+			p := ShapePlan{Arch: a, Shape: shape, Accel: accel, Clock: clock, HostTopology: h.Topology,
+				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz}
+			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == vm.KVM)
+			p.Pin, p.PinNote = topology.PinPlan(shape, h.Topology, m.Pin)
+			if accel.Name == vm.TCG && clock == vm.ClockICount {
+				// One TCG thread runs every vCPU: nothing per vCPU to pin.
+				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG (icount)"
+			}
+			affinity := true
+			if m.Affinity != nil {
+				affinity = *m.Affinity
+			}
+			p.Job = protocol.Job{
+				Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
+				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
+			}
+			p.BootDeadline, p.Quiet = Deadline(a, shape.CPUs, accel, clock, p.Job, h.CPUs)
+			plans = append(plans, p)
+		}
+	}
+	return plans, nil
+}
+
+// chooseClock applies the lab's measure setting: icount where it is sound
+// (TCG with one vCPU), the wall clock otherwise.
+func chooseClock(measure string, accel vm.Accel, cpus int) string {
+	switch measure {
+	case spec.MeasureWall:
+		return vm.ClockWall
+	case spec.MeasureICount:
+		return vm.ClockICount
+	}
+	if accel.Name == vm.TCG && cpus == 1 {
+		return vm.ClockICount
+	}
+	return vm.ClockWall
+}
+
+// Deadline is how long a guest may take to boot (QEMU start to the agent's
+// first record), and then how long it may go without sending a record (one
+// benchmark at one producer count, measured probe-free first). Boot time per
+// vCPU under TCG is in the arch table; the margins are wide. icount and
+// oversubscribed TCG stretch the benchmarks' host time: a guest second can
+// take many host seconds when vCPUs outnumber host CPUs.
+func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.Job, hostCPUs int) (boot, quiet time.Duration) {
+	boot = 60 * time.Second
+	if accel.Name == vm.TCG {
+		boot += time.Duration(cpus) * a.TCGBootPerCPU
+	}
+	record := time.Duration(2*(job.DurationS+job.WarmupS)+8) * time.Second
+	stretch := 3
+	switch {
+	case clock == vm.ClockICount:
+		stretch = 10
+	case accel.Name == vm.TCG && cpus > hostCPUs:
+		stretch = max(4, cpus/max(hostCPUs, 1))
+	}
+	return boot, time.Duration(stretch) * record
+}
+
+// Slot is one boot of a run: which shape, which round, which variant.
+type Slot struct {
+	Plan    int // index into the plans
+	Round   int // 0-based: the i-th boot of this variant in this shape
+	Variant variant.Variant
+}
+
+// Order is the run's boot order: shape after shape, and within a shape the
+// variants alternate (baseline, patched, baseline, ...), so that drift of
+// the host hits both alike.
+func Order(plans []ShapePlan, boots int, variants []variant.Variant) []Slot {
+	var out []Slot
+	for p := range plans {
+		for i := 0; i < boots; i++ {
+			for _, v := range variants {
+				out = append(out, Slot{Plan: p, Round: i, Variant: v})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"lab/internal/arch"
+	"lab/internal/initramfs"
+	"lab/internal/kbuild"
+	"lab/internal/results"
+	"lab/internal/series"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/variant"
+	"lab/internal/vm"
+)
+
+// Env is what a run needs from the world outside its own logic: building
+// what the guests boot, and booting them. Tests give a fake one, so that the
+// orchestration (order, --only, failures, saves, Ctrl-C) runs in
+// milliseconds.
+type Env interface {
+	// Check fails, before anything is written, when the host lacks a tool.
+	Check(lab *spec.Lab) error
+	// Prepare makes the source, the variants, the kernels and the
+	// initramfs images, from the cache where it can.
+	Prepare(ctx context.Context, r *Runner) (*Artifacts, error)
+	// Boot runs one guest to completion (vm.Boot).
+	Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error)
+}
+
+// Artifacts are what the boots need, with their provenance.
+type Artifacts struct {
+	Source    results.Source
+	Series    results.Series
+	Kernels   []results.Kernel
+	Initramfs []results.Initramfs
+}
+
+// Kernel returns the kernel built for arch and v.
+func (a *Artifacts) Kernel(archName string, v variant.Variant) (results.Kernel, error) {
+	for _, k := range a.Kernels {
+		if k.Arch == archName && k.Variant == v {
+			return k, nil
+		}
+	}
+	return results.Kernel{}, fmt.Errorf("no %s kernel for %s", v, archName)
+}
+
+// Initrd returns the initramfs built for arch.
+func (a *Artifacts) Initrd(archName string) (string, error) {
+	for _, i := range a.Initramfs {
+		if i.Arch == archName {
+			return i.Path, nil
+		}
+	}
+	return "", fmt.Errorf("no initramfs for %s", archName)
+}
+
+// realEnv builds with kbuild and u-root and boots with QEMU.
+type realEnv struct{}
+
+func (realEnv) Check(lab *spec.Lab) error { return checkTools(lab) }
+
+func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error) {
+	return vm.Boot(ctx, c, deadline, progress)
+}
+
+func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
+	lab := r.lab
+	art := &Artifacts{}
+	var tree *source.Tree
+	err := r.step("source", func() (err error) {
+		tree, err = source.Prepare(ctx, lab.Source, r.opt.CacheDir, r.logf)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer tree.Close()
+	art.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
+	r.logf("source: Linux %s, %s", tree.Version, tree.Desc)
+
+	ser, err := series.Load(lab.SeriesDir())
+	if err != nil {
+		return nil, err
+	}
+	var commits variant.Pair[string]
+	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {
+		commits, err = tree.Variants(ctx, ser, lab.Mode)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	art.Series = results.Series{Name: ser.Name, Mode: lab.Mode, Hash: ser.Hash(), Variants: commits}
+	for _, p := range ser.Patches {
+		art.Series.Patches = append(art.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
+	}
+
+	for _, name := range lab.Matrix.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range variant.Both {
+			k, err := r.kernel(ctx, tree, ser, a, v, commits.Get(v))
+			if err != nil {
+				return nil, err
+			}
+			art.Kernels = append(art.Kernels, k)
+		}
+		err = r.step("initramfs "+a.GOARCH, func() error {
+			log, err := r.logWriter("initramfs-" + a.GOARCH + ".log")
+			if err != nil {
+				return err
+			}
+			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log)
+			if err != nil {
+				return err
+			}
+			art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached})
+			if img.Cached {
+				r.logf("initramfs %s: cached %s", a.GOARCH, img.Path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Tree back to the source as shipped, for the next run and the user,
+	// and unlocked (deferred Close): the boots need only the built images,
+	// so another lab run may build while this one measures.
+	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
+		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
+	}
+	return art, nil
+}
+
+// kernel finds the kernel of one variant in the cache or builds it.
+func (r *Runner) kernel(ctx context.Context, tree *source.Tree, ser *series.Series, a arch.Arch, v variant.Variant, commit string) (results.Kernel, error) {
+	cc, err := kbuild.CompilerVersion(ctx, a.CC())
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	in := kbuild.Inputs{
+		SourceID: tree.ID, Commit: commit, SeriesHash: ser.Hash(), Mode: r.lab.Mode,
+		Variant: string(v), Arch: a.Name, Fragments: r.lab.Fragments(a.Name), Compiler: cc,
+	}
+	log, err := r.logWriter(fmt.Sprintf("build-%s-%s.log", a.Name, v))
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	b := &kbuild.Builder{
+		CacheDir: r.opt.CacheDir, SrcDir: tree.Dir, SourceID: tree.ID, Jobs: r.opt.Jobs, Log: log,
+		Progress: func(done, expected int, el time.Duration) {
+			pct := ""
+			// The last build of this directory is the best guess of this
+			// one's size, until this one outgrows it.
+			if expected > 0 && done < expected {
+				pct = fmt.Sprintf(" (~%d%% of the last build's %d)", 100*done/expected, expected)
+			}
+			r.logf("build %s/%s: %d compiled%s, %s", a.Name, v, done, pct, el.Round(time.Second))
+		},
+	}
+	var info *kbuild.Info
+	err = r.step(fmt.Sprintf("kernel %s/%s", a.Name, v), func() error {
+		if info, err = b.Lookup(in); err != nil || info != nil {
+			return err
+		}
+		if err := tree.Checkout(ctx, commit); err != nil {
+			return err
+		}
+		if b.KconfigID, err = tree.KconfigID(ctx); err != nil {
+			return err
+		}
+		info, err = b.Build(ctx, a, in)
+		return err
+	})
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	if info.Cached {
+		r.logf("kernel %s/%s: cached, 0 compiled (key %s, %s)", a.Name, v, info.Key, info.Image)
+	} else {
+		r.logf("kernel %s/%s: %d compiled in %.1fs (key %s)", a.Name, v, info.Compiled, info.Duration.Seconds(), info.Key)
+	}
+	return results.Kernel{Arch: a.Name, Variant: v, Info: *info, Cached: info.Cached}, nil
+}
+
+// checkTools fails early, naming the Debian package, when a tool is missing.
+func checkTools(lab *spec.Lab) error {
+	need := map[string]string{"make": "make", "git": "git", "tar": "tar", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc"}
+	for _, name := range lab.Matrix.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			return err
+		}
+		need[a.QEMU] = a.QEMUPackage
+		need[a.CC()] = a.CCPackage()
+	}
+	var missing []string
+	for bin, pkg := range need {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (Debian package %s)", bin, pkg))
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		return fmt.Errorf("missing tools: %s; run ./scripts/install-deps", strings.Join(missing, ", "))
+	}
+	return nil
+}
