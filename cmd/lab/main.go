@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -30,6 +31,7 @@ import (
 
 const usage = `usage:
   lab run LAB.yaml [flags]     build, boot and measure baseline against patched
+  lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
   lab report RUN-DIR [flags]   regenerate every report of a saved run from its results.json
   lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
   lab table RUN-DIR            print the report of a saved run again
@@ -69,6 +71,7 @@ type invocation struct {
 func commands() []command {
 	return []command{
 		{"run", "build, boot and measure", runCommand},
+		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
 		{"report", "regenerate a run's reports", reportCommand},
 		{"compare", "compare two runs", compareCommand},
 		{"table", "print a run's report", tableCommand},
@@ -112,13 +115,16 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lab:", err)
 		var ge *report.GateError
 		var ue usageError
+		var ce codeError
 		switch {
+		case ctx.Err() != nil:
+			return exitInterrupt
 		case errors.As(err, &ge):
 			return ge.Code
 		case errors.As(err, &ue):
 			return exitUsage
-		case ctx.Err() != nil:
-			return exitInterrupt
+		case errors.As(err, &ce):
+			return ce.code
 		}
 		return exitError
 	}
@@ -132,6 +138,15 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// codeError is a failure with its own exit code (lab bisect's outcomes).
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e codeError) Error() string { return e.err.Error() }
+func (e codeError) Unwrap() error { return e.err }
 
 // parseInterleaved accepts flags before and after the positional arguments.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -152,9 +167,11 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
 	var gates report.GateFlags
+	var junit flagval.String
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
 	gates.RegisterFlags(fs)
+	fs.Var(&junit, "junit", "also write the report as JUnit XML to this file (a case per row and per claim)")
 	return func(ctx context.Context, inv invocation) error {
 		args, out := inv.args, inv.out
 		if len(args) != 1 {
@@ -196,6 +213,9 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 				fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, " "))
 			}
 		}
+		if ferr == nil {
+			ferr = ciOutputs(junit.V, report.JUnit(d), report.Lead(d))
+		}
 		if err != nil {
 			return err
 		}
@@ -204,6 +224,29 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		return gates.Check(d)
 	}
+}
+
+// ciOutputs writes the JUnit file when asked for, and appends the summary to
+// $GITHUB_STEP_SUMMARY in a GitHub Actions job.
+func ciOutputs(junitPath string, suite *report.JUnitSuite, summary string) error {
+	if junitPath != "" {
+		data, err := suite.XML()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(junitPath, data, 0o644); err != nil {
+			return fmt.Errorf("--junit: %w", err)
+		}
+	}
+	return report.AppendStepSummary(summary)
+}
+
+func appendSummary(md string) error { return report.AppendStepSummary(md) }
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }
 
 // reportFlags are what report and compare share.
@@ -236,6 +279,9 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		r, err := loadRun(args[0])
 		if err != nil {
 			return err
+		}
+		if r.Bisect != nil {
+			return emitBisect(r, args[0], f.out.V, out)
 		}
 		if labFile.IsSet() {
 			lab, err := spec.Load(labFile.V)

@@ -26,27 +26,31 @@ import (
 
 // recipe changes whenever the way lab builds kernels changes, so that old
 // cache entries are not reused for a different recipe.
-const recipe = "tinyconfig+merge_config+olddefconfig v1"
+const recipe = "tinyconfig+merge_config+olddefconfig v2 (reproducible)"
 
-// Inputs is everything a kernel image depends on.
+// Inputs is everything a kernel image depends on: the content of the source
+// tree, the config fragments, the compiler and the arch. Not the lab, the
+// series, the mode or the variant: the same tree built from any of them is
+// the same kernel, and a cache hit.
 type Inputs struct {
-	SourceID   string   // source.Tree.ID
-	Commit     string   // the variant's commit in the source tree
-	SeriesHash string   // content of the series
-	Mode       string   // apply or revert
-	Variant    string   // baseline or patched
-	Arch       string   // lab arch name
-	Fragments  []string // config fragment paths, in merge order
-	Compiler   string   // first line of $CC --version
+	Tree      string   // git tree hash of the source as built (content, not commit)
+	Arch      string   // lab arch name
+	Fragments []string // config fragment paths, in merge order
+	Compiler  string   // first line of $CC --version
+	// Where the tree came from, for provenance; not part of the key.
+	SourceID string `json:",omitempty"` // source.Tree.ID
+	Commit   string `json:",omitempty"` // the commit built
 }
 
 // Key hashes the inputs. Fragments count by content, not by path. The merged
-// .config is a function of these inputs (fragments, the variant's Kconfig
+// .config is a function of these inputs (fragments, the tree's Kconfig
 // files, the compiler), and its hash is recorded in every build's Info.
 func (in Inputs) Key() (string, error) {
+	if in.Tree == "" {
+		return "", fmt.Errorf("kernel inputs without a source tree hash")
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "recipe=%s\nsource=%s\ncommit=%s\nseries=%s\nmode=%s\nvariant=%s\narch=%s\ncc=%s\n",
-		recipe, in.SourceID, in.Commit, in.SeriesHash, in.Mode, in.Variant, in.Arch, in.Compiler)
+	fmt.Fprintf(h, "recipe=%s\ntree=%s\narch=%s\ncc=%s\n", recipe, in.Tree, in.Arch, in.Compiler)
 	for _, f := range in.Fragments {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -59,16 +63,19 @@ func (in Inputs) Key() (string, error) {
 
 // Info describes a built kernel; it is stored beside the image.
 type Info struct {
-	Key          string        `json:"key"`
-	Inputs       Inputs        `json:"inputs"`
-	Image        string        `json:"image"`
-	Config       string        `json:"config"`
-	ConfigSHA256 string        `json:"config_sha256"`
-	Release      string        `json:"release"`
-	Compiled     int           `json:"compiled"` // compile steps (CC/AS) this build ran
-	Duration     time.Duration `json:"duration_ns"`
-	BuiltAt      time.Time     `json:"built_at"`
-	Cached       bool          `json:"-"` // true when this run reused the image
+	Key          string `json:"key"`
+	Inputs       Inputs `json:"inputs"`
+	Image        string `json:"image"`
+	Config       string `json:"config"`
+	ConfigSHA256 string `json:"config_sha256"`
+	Release      string `json:"release"`
+	// ImageSHA256 identifies the image: builds are reproducible, so a
+	// change that touches no code gives the same image as its parent.
+	ImageSHA256 string        `json:"image_sha256"`
+	Compiled    int           `json:"compiled"` // compile steps (CC/AS) this build ran
+	Duration    time.Duration `json:"duration_ns"`
+	BuiltAt     time.Time     `json:"built_at"`
+	Cached      bool          `json:"-"` // true when this run reused the image
 }
 
 // Builder builds kernels for one source tree.
@@ -98,14 +105,40 @@ func (b *Builder) Lookup(in Inputs) (*Info, error) {
 		return nil, err
 	}
 	var info Info
-	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("kernel cache %s: %w", key, err)
+	if err := json.Unmarshal(data, &info); err != nil || info.Key != key || info.ImageSHA256 == "" {
+		// Torn, from another recipe, or not this key's: not to be trusted.
+		return nil, b.evict(key, "unreadable or foreign info.json")
 	}
-	if _, err := os.Stat(info.Image); err != nil {
-		return nil, nil
+	if sum, err := fileSHA256(info.Image); err != nil || sum != info.ImageSHA256 {
+		// A truncated or overwritten image is never booted.
+		return nil, b.evict(key, "image does not match its recorded sha256")
 	}
 	info.Cached = true
 	return &info, nil
+}
+
+// evict removes a cache entry that cannot be trusted, so that it is rebuilt.
+func (b *Builder) evict(key, why string) error {
+	if b.Log != nil {
+		fmt.Fprintf(b.Log, "kernel cache %s: %s: rebuilding\n", key, why)
+	}
+	if err := os.RemoveAll(b.kernelDir(key)); err != nil {
+		return fmt.Errorf("kernel cache %s (%s): %w", key, why, err)
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (b *Builder) kernelDir(key string) string { return filepath.Join(b.CacheDir, "kernels", key) }
@@ -130,11 +163,11 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, err
 	}
 	if err := b.configure(ctx, a, in, out); err != nil {
-		return nil, fmt.Errorf("configure %s/%s: %w", a.Name, in.Variant, err)
+		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, short(in.Commit), err)
 	}
 	compiled, err := b.make(ctx, a, out)
 	if err != nil {
-		return nil, fmt.Errorf("build %s/%s in %s: %w", a.Name, in.Variant, out, err)
+		return nil, &BuildError{Arch: a.Name, Commit: in.Commit, Dir: out, Err: err}
 	}
 	dir := b.kernelDir(key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -156,9 +189,18 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
 		info.Release = strings.TrimSpace(string(rel))
 	}
+	if info.ImageSHA256, err = fileSHA256(info.Image); err != nil {
+		return nil, err
+	}
 	os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
+	// info.json is written last and atomically: an entry without it (lab
+	// killed mid-copy) is a miss, never a half-written kernel.
 	data, _ := json.MarshalIndent(info, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "info.json"), data, 0o644); err != nil {
+	tmp := filepath.Join(dir, "info.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "info.json")); err != nil {
 		return nil, err
 	}
 	return info, nil
@@ -216,8 +258,9 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 		// cache locations (a CI clone, another user's cache).
 		"CCACHE_BASEDIR="+b.CacheDir,
 		"CCACHE_MAXSIZE=5G",
-		// A fixed build identity keeps the image a function of its inputs.
-		"KBUILD_BUILD_USER=lab", "KBUILD_BUILD_HOST=lab", "KBUILD_BUILD_TIMESTAMP=1970-01-01",
+		// A fixed build identity (and build number, which would count the
+		// builds of this directory) keeps the image a function of its inputs.
+		"KBUILD_BUILD_USER=lab", "KBUILD_BUILD_HOST=lab", "KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_VERSION=1",
 	)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -273,6 +316,26 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 		return int(compiled.Load()), fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, errorContext(tail))
 	}
 	return int(compiled.Load()), nil
+}
+
+// BuildError is a kernel that did not compile: the source's fault (for a
+// bisect, a step to skip), unlike a missing tool or a full disk.
+type BuildError struct {
+	Arch, Commit, Dir string
+	Err               error
+}
+
+func (e *BuildError) Error() string {
+	return fmt.Sprintf("build %s at %s in %s: %v", e.Arch, short(e.Commit), e.Dir, e.Err)
+}
+
+func (e *BuildError) Unwrap() error { return e.Err }
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
 }
 
 // errorContext picks compiler errors out of the last lines of output, or

@@ -1,6 +1,9 @@
 package kbuild
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,18 +14,13 @@ func TestKey(t *testing.T) {
 	dir := t.TempDir()
 	frag := filepath.Join(dir, "common.config")
 	os.WriteFile(frag, []byte("CONFIG_SMP=y\n"), 0o644)
-	base := Inputs{SourceID: "tarball-1", Commit: "c1", SeriesHash: "s1", Mode: "revert", Variant: "baseline",
-		Arch: "x86_64", Fragments: []string{frag}, Compiler: "gcc 12.2.0"}
+	base := Inputs{Tree: "t1", SourceID: "tarball-1", Commit: "c1", Arch: "x86_64", Fragments: []string{frag}, Compiler: "gcc 12.2.0"}
 	k0, err := base.Key()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func(*Inputs){
-		"source":   func(in *Inputs) { in.SourceID = "tarball-2" },
-		"commit":   func(in *Inputs) { in.Commit = "c2" },
-		"series":   func(in *Inputs) { in.SeriesHash = "s2" },
-		"mode":     func(in *Inputs) { in.Mode = "apply" },
-		"variant":  func(in *Inputs) { in.Variant = "patched" },
+		"tree":     func(in *Inputs) { in.Tree = "t2" },
 		"arch":     func(in *Inputs) { in.Arch = "arm64" },
 		"compiler": func(in *Inputs) { in.Compiler = "gcc 13" },
 	} {
@@ -31,6 +29,16 @@ func TestKey(t *testing.T) {
 		if k, _ := in.Key(); k == k0 {
 			t.Errorf("changing the %s does not change the key", name)
 		}
+	}
+	// The same tree from another source, commit, lab, series or variant is
+	// the same kernel.
+	same := base
+	same.SourceID, same.Commit = "git-abc", "c9"
+	if k, _ := same.Key(); k != k0 {
+		t.Error("where a tree came from changes the key")
+	}
+	if _, err := (Inputs{Arch: "x86_64"}).Key(); err == nil {
+		t.Error("want an error without a tree hash")
 	}
 	os.WriteFile(frag, []byte("CONFIG_SMP=y\nCONFIG_NUMA=y\n"), 0o644)
 	if k, _ := base.Key(); k == k0 {
@@ -53,8 +61,46 @@ func TestKey(t *testing.T) {
 
 func TestLookupMiss(t *testing.T) {
 	b := &Builder{CacheDir: t.TempDir()}
-	info, err := b.Lookup(Inputs{SourceID: "x"})
+	info, err := b.Lookup(Inputs{Tree: "x"})
 	if err != nil || info != nil {
 		t.Fatalf("empty cache: %v, %v", info, err)
+	}
+}
+
+// A cache entry whose image was truncated, or whose info.json is torn or
+// names another key, is a miss, and is removed so that it is rebuilt.
+func TestLookupDistrustsDamagedEntries(t *testing.T) {
+	b := &Builder{CacheDir: t.TempDir()}
+	in := Inputs{Tree: "t", Arch: "x86_64"}
+	key, _ := in.Key()
+	dir := b.kernelDir(key)
+	write := func(image []byte, info Info) {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "bzImage"), image, 0o644)
+		data, _ := json.Marshal(info)
+		os.WriteFile(filepath.Join(dir, "info.json"), data, 0o644)
+	}
+	image := []byte("a kernel image")
+	sum := sha256.Sum256(image)
+	good := Info{Key: key, Image: filepath.Join(dir, "bzImage"), ImageSHA256: hex.EncodeToString(sum[:])}
+	write(image, good)
+	if info, err := b.Lookup(in); err != nil || info == nil || !info.Cached {
+		t.Fatalf("a good entry: %v, %v", info, err)
+	}
+	for name, damage := range map[string]func(){
+		"truncated image": func() { write(image[:4], good) },
+		"foreign key":     func() { other := good; other.Key = "0123"; write(image, other) },
+		"torn info.json": func() {
+			write(image, good)
+			os.WriteFile(filepath.Join(dir, "info.json"), []byte(`{"key":`), 0o644)
+		},
+	} {
+		damage()
+		if info, err := b.Lookup(in); err != nil || info != nil {
+			t.Errorf("%s: %v, %v: want a miss", name, info, err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the entry was not removed", name)
+		}
 	}
 }

@@ -18,19 +18,8 @@ import (
 // first (a headline per table and the claims), then the tables.
 func Markdown(d *Document) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n", d.Title)
-	views := Views(d)
-	for _, v := range views {
-		fmt.Fprintf(&b, "%s\n\n", v.Headline)
-	}
-	if len(d.Claims) > 0 {
-		fmt.Fprintf(&b, "**%s**\n\n| claim | verdict | evidence |\n|---|---|---|\n", capitalize(ClaimsLine(d.Claims)))
-		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", ClaimText(c.Claim), c.Verdict, evidence(c))
-		}
-		b.WriteString("\n")
-	}
-	for _, v := range views {
+	b.WriteString(Lead(d))
+	for _, v := range Views(d) {
 		fmt.Fprintf(&b, "## %s\n\n", v.Header)
 		head := []string{"benchmark", "producers"}
 		align := []string{"---", "--:"}
@@ -76,6 +65,24 @@ func Markdown(d *Document) string {
 	b.WriteString("## Provenance\n\n")
 	for _, r := range d.Runs {
 		writeProvenance(&b, r, "- ", "`")
+	}
+	return b.String()
+}
+
+// Lead is the lead of the Markdown report: the title, a headline per
+// table and the claims. CI job summaries show it alone.
+func Lead(d *Document) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", d.Title)
+	for _, t := range d.Tables {
+		fmt.Fprintf(&b, "%s\n\n", Headline(t))
+	}
+	if len(d.Claims) > 0 {
+		fmt.Fprintf(&b, "**%s**\n\n| claim | verdict | evidence |\n|---|---|---|\n", capitalize(ClaimsLine(d.Claims)))
+		for _, c := range d.Claims {
+			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", ClaimText(c.Claim), c.Verdict, evidence(c))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

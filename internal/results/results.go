@@ -12,6 +12,7 @@ import (
 	"lab/initramfs/protocol"
 	"lab/internal/kbuild"
 	"lab/internal/spec"
+	"lab/internal/stats"
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/vm"
@@ -42,6 +43,8 @@ type Run struct {
 	Notes      []string      `json:"notes,omitempty"`
 	Claims     []spec.Claim  `json:"claims,omitempty"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Bisect is set when the run is a lab bisect.
+	Bisect *Bisect `json:"bisect,omitempty"`
 }
 
 // Source is the kernel source.
@@ -211,4 +214,78 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// Figure is the one number a bisect follows: a benchmark's rate at some
+// producer count, or its within-boot scaling ratio rate(P)/rate(1).
+type Figure struct {
+	Benchmark string `json:"benchmark"`
+	Producers int    `json:"producers"`
+	Scaling   bool   `json:"scaling,omitempty"`
+}
+
+func (f Figure) String() string {
+	if f.Scaling {
+		return fmt.Sprintf("%s p%d/p1", f.Benchmark, f.Producers)
+	}
+	return fmt.Sprintf("%s p=%d", f.Benchmark, f.Producers)
+}
+
+// Of reads the figure from a boot's results: false when the boot did not
+// measure it.
+func (f Figure) Of(b Boot) (float64, bool) {
+	if f.Scaling {
+		for _, r := range b.Ratios() {
+			if r.Benchmark == f.Benchmark && r.Producers == f.Producers {
+				return r.Value, true
+			}
+		}
+		return 0, false
+	}
+	for _, r := range b.Results {
+		if r.Benchmark == f.Benchmark && r.Producers == f.Producers && r.OK() {
+			if v := protocol.Rate(r.Samples); v > 0 {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Bisect is the record of a lab bisect: the figure it followed, what it
+// learnt of every step, and its answer. The boots are the run's Boots.
+type Bisect struct {
+	Range    string       `json:"range"` // what was bisected: a series and its mode, or a git range
+	Each     bool         `json:"each,omitempty"`
+	Figure   Figure       `json:"figure"`
+	Chosen   string       `json:"chosen"` // why this figure
+	Clock    string       `json:"clock"`  // icount or wall: how steps were judged
+	FloorPct float64      `json:"floor_pct,omitempty"`
+	Steps    []BisectStep `json:"steps"`
+	Outcome  string       `json:"outcome"` // culprit, no change, range, unclear, attributed
+	Culprit  int          `json:"culprit"` // the step; First..Culprit when a range
+	First    int          `json:"first"`
+	Change   stats.Change `json:"change"`   // bad end against good end
+	Own      stats.Change `json:"own"`      // the culprit against the step before it
+	Explains float64      `json:"explains"` // the culprit's share of the change
+	Notes    []string     `json:"notes,omitempty"`
+	Boots    int          `json:"boots"` // boots spent
+}
+
+// BisectStep is one step: the source with the first k patches (or the k-th
+// commit of a range).
+type BisectStep struct {
+	Index   int     `json:"index"`
+	Name    string  `json:"name"` // patch file or commit
+	Subject string  `json:"subject"`
+	Commit  string  `json:"commit"`
+	Kernel  *Kernel `json:"kernel,omitempty"`
+	// BuildSeconds is what this bisect spent getting the kernel (0 when
+	// cached).
+	BuildSeconds float64   `json:"build_s"`
+	Boots        []int     `json:"boots,omitempty"` // indexes of its boots in the run
+	Values       []float64 `json:"values,omitempty"`
+	Verdict      string    `json:"verdict"`
+	Skip         string    `json:"skip,omitempty"`
+	SameAs       int       `json:"same_as"` // the step with the same image, -1 when none
 }

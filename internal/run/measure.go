@@ -58,34 +58,54 @@ func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []Slot, a
 	return failed, nil
 }
 
-// boot runs one guest of plan p with variant v's kernel and checks what it
-// delivered: the guest's shape and the console lines the lab expects. The
-// returned Boot is filled in as far as the boot got.
+// boot runs one guest of plan p with variant v's kernel.
 func (r *Runner) boot(ctx context.Context, p ShapePlan, v variant.Variant, art *Artifacts, idx int, qmp, label string) (results.Boot, error) {
+	kernel, err := art.Kernel(p.Arch.Name, v)
+	if err != nil {
+		return results.Boot{Index: idx, Variant: v}, err
+	}
+	initrd, err := art.Initrd(p.Arch.Name)
+	if err != nil {
+		return results.Boot{Index: idx, Variant: v}, err
+	}
+	b := Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf}
+	return b.Run(ctx, p, kernel, initrd, v, idx, label)
+}
+
+// Booter boots kernels into a run's folder and checks what each boot
+// delivered: the guest's shape, and the console lines the lab expects.
+type Booter struct {
+	Dir           string // the run folder: boots/NN-.../ go here
+	QMP           string // QMP socket path (short: sun_path has 108 bytes)
+	Boot          func(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error)
+	ConsoleExpect []string
+	Logf          func(format string, args ...any)
+}
+
+// Run boots kernel with plan p as boot number idx. The returned Boot is
+// filled in as far as the boot got; the error is a *vm.BootError when the
+// kernel is at fault.
+func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, label string) (results.Boot, error) {
 	shape := p.Shape
 	hostTopo := p.HostTopology
-	rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%s-%s", idx, p.Arch.Name, p.Tag(), v))
+	name := string(v)
+	if name == "" {
+		name = label
+	}
+	rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%s-%s", idx, p.Arch.Name, p.Tag(), pathSafe(name)))
 	b := results.Boot{
 		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: p.Accel, Clock: p.Clock,
 		Console: filepath.Join(rel, "console.log"), Job: p.Job,
 		Shape: &shape, HostTopology: &hostTopo, Caveats: p.Caveats, Pinning: p.PinNote,
 	}
-	kernel, err := art.Kernel(p.Arch.Name, v)
-	if err != nil {
-		return b, err
-	}
-	initrd, err := art.Initrd(p.Arch.Name)
-	if err != nil {
-		return b, err
-	}
 	cfg := vm.Config{
 		LPJ: p.LPJ(kernel.Info.HZ()), Oversubscribed: p.Oversubscribed,
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
-		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(r.dir, rel),
-		QMPPath: qmp, Pin: p.Pin, Quiet: p.Quiet,
+		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
+		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet,
 	}
-	r.logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
-	out, err := r.env.Boot(ctx, cfg, p.BootDeadline, func(s string) { r.logf("%s: %s", label, s) })
+	bt.Logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
+	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })
 	b.Outcome = out
 	if out != nil {
 		for _, rec := range out.Records {
@@ -103,10 +123,20 @@ func (r *Runner) boot(ctx context.Context, p ShapePlan, v variant.Variant, art *
 	if err := checkGuest(b, shape); err != nil {
 		return b, &vm.BootError{Kind: vm.FailShape, Reason: err.Error()}
 	}
-	if err := expectConsole(filepath.Join(r.dir, b.Console), r.lab.ConsoleExpect); err != nil {
+	if err := expectConsole(filepath.Join(bt.Dir, b.Console), bt.ConsoleExpect); err != nil {
 		return b, err
 	}
 	return b, nil
+}
+
+// pathSafe keeps a label usable as a file name.
+func pathSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 // checkGuest compares the machine QEMU built (QMP) and the one the guest

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"sort"
 	"strings"
@@ -108,7 +109,7 @@ func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 			return nil, err
 		}
 		for _, v := range variant.Both {
-			k, err := r.kernel(ctx, tree, ser, a, v, commits.Get(v))
+			k, err := r.kernel(ctx, tree, a, v, commits.Get(v))
 			if err != nil {
 				return nil, err
 			}
@@ -143,21 +144,44 @@ func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 }
 
 // kernel finds the kernel of one variant in the cache or builds it.
-func (r *Runner) kernel(ctx context.Context, tree *source.Tree, ser *series.Series, a arch.Arch, v variant.Variant, commit string) (results.Kernel, error) {
-	cc, err := kbuild.CompilerVersion(ctx, a.CC())
-	if err != nil {
-		return results.Kernel{}, err
-	}
-	in := kbuild.Inputs{
-		SourceID: tree.ID, Commit: commit, SeriesHash: ser.Hash(), Mode: r.lab.Mode,
-		Variant: string(v), Arch: a.Name, Fragments: r.lab.Fragments(a.Name), Compiler: cc,
-	}
+func (r *Runner) kernel(ctx context.Context, tree *source.Tree, a arch.Arch, v variant.Variant, commit string) (results.Kernel, error) {
 	log, err := r.logWriter(fmt.Sprintf("build-%s-%s.log", a.Name, v))
 	if err != nil {
 		return results.Kernel{}, err
 	}
+	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log}
+	kern, err := k.Get(ctx, a, commit, fmt.Sprintf("%s/%s", a.Name, v))
+	kern.Variant = v
+	return kern, err
+}
+
+// Kernels builds the kernels of one source tree: from the cache when it
+// holds the same content (whatever lab, series or commit led to it), or in
+// the tree's shared build directory, so that a kernel close to the last one
+// built is an incremental build.
+type Kernels struct {
+	Tree      *source.Tree
+	CacheDir  string
+	Jobs      int
+	Fragments []string
+	Logf      func(format string, args ...any)
+	Log       io.Writer // make's output
+}
+
+// Get returns the kernel of commit for a. label names it in progress lines.
+// A kernel that does not compile is a *kbuild.BuildError.
+func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (results.Kernel, error) {
+	cc, err := kbuild.CompilerVersion(ctx, a.CC())
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	treeHash, err := k.Tree.TreeHash(ctx, commit)
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	in := kbuild.Inputs{Tree: treeHash, SourceID: k.Tree.ID, Commit: commit, Arch: a.Name, Fragments: k.Fragments, Compiler: cc}
 	b := &kbuild.Builder{
-		CacheDir: r.opt.CacheDir, SrcDir: tree.Dir, SourceID: tree.ID, Jobs: r.opt.Jobs, Log: log,
+		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log,
 		Progress: func(done, expected int, el time.Duration) {
 			pct := ""
 			// The last build of this directory is the best guess of this
@@ -165,32 +189,28 @@ func (r *Runner) kernel(ctx context.Context, tree *source.Tree, ser *series.Seri
 			if expected > 0 && done < expected {
 				pct = fmt.Sprintf(" (~%d%% of the last build's %d)", 100*done/expected, expected)
 			}
-			r.logf("build %s/%s: %d compiled%s, %s", a.Name, v, done, pct, el.Round(time.Second))
+			k.Logf("build %s: %d compiled%s, %s", label, done, pct, el.Round(time.Second))
 		},
 	}
-	var info *kbuild.Info
-	err = r.step(fmt.Sprintf("kernel %s/%s", a.Name, v), func() error {
-		if info, err = b.Lookup(in); err != nil || info != nil {
-			return err
+	start := time.Now()
+	k.Logf("kernel %s ...", label)
+	info, err := b.Lookup(in)
+	if err == nil && info == nil {
+		if err = k.Tree.Checkout(ctx, commit); err == nil {
+			if b.KconfigID, err = k.Tree.KconfigID(ctx); err == nil {
+				info, err = b.Build(ctx, a, in)
+			}
 		}
-		if err := tree.Checkout(ctx, commit); err != nil {
-			return err
-		}
-		if b.KconfigID, err = tree.KconfigID(ctx); err != nil {
-			return err
-		}
-		info, err = b.Build(ctx, a, in)
-		return err
-	})
+	}
 	if err != nil {
 		return results.Kernel{}, err
 	}
 	if info.Cached {
-		r.logf("kernel %s/%s: cached, 0 compiled (key %s, %s)", a.Name, v, info.Key, info.Image)
+		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
 	} else {
-		r.logf("kernel %s/%s: %d compiled in %.1fs (key %s)", a.Name, v, info.Compiled, info.Duration.Seconds(), info.Key)
+		k.Logf("kernel %s: %d compiled in %.1fs (key %s)", label, info.Compiled, time.Since(start).Seconds(), info.Key)
 	}
-	return results.Kernel{Arch: a.Name, Variant: v, Info: *info, Cached: info.Cached}, nil
+	return results.Kernel{Arch: a.Name, Info: *info, Cached: info.Cached}, nil
 }
 
 // checkTools fails early, naming the Debian package, when a tool is missing.

@@ -266,6 +266,48 @@ func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (var
 	return variant.Pair[string]{Baseline: t.BaseHash, Patched: other}, nil
 }
 
+// Chain lists the first-parent commits after from up to and including to,
+// oldest first: the steps of a git range, or of a series lab committed.
+func (t *Tree) Chain(ctx context.Context, from, to string) ([]string, error) {
+	out, err := t.git.Output(ctx, "rev-list", "--first-parent", "--reverse", from+".."+to)
+	if err != nil {
+		return nil, err
+	}
+	if out == "" {
+		return nil, fmt.Errorf("no commits between %s and %s (is %s an ancestor of %s?)", from, to, from, to)
+	}
+	return strings.Fields(out), nil
+}
+
+// Resolve turns a ref (tag, branch, sha) into a commit of the tree.
+func (t *Tree) Resolve(ctx context.Context, ref string) (string, error) {
+	c, err := t.git.Output(ctx, "rev-parse", "--verify", ref+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("%s in %s: %w", ref, t.Dir, err)
+	}
+	return c, nil
+}
+
+// Changed lists the files that differ between two commits.
+func (t *Tree) Changed(ctx context.Context, from, to string) ([]string, error) {
+	out, err := t.git.Output(ctx, "diff", "--name-only", from, to)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// Subject is a commit's subject line.
+func (t *Tree) Subject(ctx context.Context, commit string) (string, error) {
+	return t.git.Output(ctx, "log", "-1", "--format=%s", commit)
+}
+
+// TreeHash is the git tree hash of commit: the content of the source, the
+// same for the same files whatever commit, lab or series led to them.
+func (t *Tree) TreeHash(ctx context.Context, commit string) (string, error) {
+	return t.git.Output(ctx, "rev-parse", "--verify", commit+"^{tree}")
+}
+
 // KconfigID identifies the Kconfig files of the checked-out commit by their
 // git blob ids: a change to any of them can change the merged .config.
 func (t *Tree) KconfigID(ctx context.Context) (string, error) {

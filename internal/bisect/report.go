@@ -1,0 +1,482 @@
+package bisect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/stats"
+	"lab/internal/vm"
+)
+
+// Exit codes of lab bisect, for CI (documented in the README and in
+// `lab help bisect`).
+const (
+	ExitFound    = 0 // a culprit (or, with --each, the change shared out)
+	ExitError    = 1 // lab failed: a bad lab file, a series that does not apply, a bug
+	ExitUsage    = 2 // the command line is wrong
+	ExitNoChange = 3 // the ends do not differ: nothing to bisect
+	ExitUnclear  = 4 // a range of suspects, an unclear step, or a figure that is not monotonic
+	ExitInfra    = 5 // the infrastructure failed (QEMU could not start, the disk is full)
+)
+
+// ExitCode is the exit code for a bisect's outcome.
+func ExitCode(outcome string) int {
+	switch outcome {
+	case Found, Attributed:
+		return ExitFound
+	case NoChange:
+		return ExitNoChange
+	case Range, Doubt:
+		return ExitUnclear
+	}
+	return ExitError
+}
+
+// Files are a bisect's reports by file name, from its results.json alone.
+func Files(r *results.Run) (map[string][]byte, error) {
+	out := map[string][]byte{
+		"report.md":     []byte(Markdown(r)),
+		"report-80.txt": []byte(Plain(r)),
+		"report.txt":    []byte(Plain(r)),
+	}
+	j, err := json.MarshalIndent(r.Bisect, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out["report.json"] = j
+	h, err := HTML(r)
+	if err != nil {
+		return nil, err
+	}
+	out["report.html"] = []byte(h)
+	x, err := JUnit(r).XML()
+	if err != nil {
+		return nil, err
+	}
+	out["junit.xml"] = x
+	return out, nil
+}
+
+// Headline says what the bisect found in one paragraph, in the style of the
+// kernel test robot.
+func Headline(r *results.Run) string {
+	bi := r.Bisect
+	if bi == nil || bi.Outcome == "" {
+		return fmt.Sprintf("lab bisect of %s did not finish.", r.Lab)
+	}
+	d := digits(bi)
+	where := shapeText(r)
+	ends := fmt.Sprintf("%s %s between the ends (%s)", bi.Figure, pctCI(bi.Change, d), where)
+	steps, boots := measuredSteps(bi), bi.Boots
+	n := len(bi.Steps) - 1
+	cost := fmt.Sprintf("%d steps and %d boots for %d patches (⌈log2 n⌉ + 2 = %d steps)", steps, boots, n, int(math.Ceil(math.Log2(float64(max(n, 1)))))+2)
+	switch bi.Outcome {
+	case NoChange:
+		return fmt.Sprintf("lab bisect: the ends do not differ: %s; nothing to bisect.", ends)
+	case Attributed:
+		var parts []string
+		for _, st := range bi.Steps[1:] {
+			if own, ok := ownChange(bi, st.Index); ok {
+				parts = append(parts, fmt.Sprintf("step %d %s", st.Index, pctText(own, d)))
+			}
+		}
+		return fmt.Sprintf("lab bisect --each: %s; patch by patch: %s; the largest is step %d, %s. %s.",
+			ends, strings.Join(parts, ", "), bi.Culprit, stepName(bi.Steps[bi.Culprit]), cost)
+	case Found:
+		c := bi.Steps[bi.Culprit]
+		return fmt.Sprintf("lab bisect: %s; culprit: step %d, %s: %s on its own, %.0f %% of the change. %s.",
+			ends, c.Index, stepName(c), pctCI(bi.Own, d), 100*bi.Explains, cost)
+	case Range:
+		return fmt.Sprintf("lab bisect: %s; the culprit is one of steps %d..%d (%s): the steps between could not be measured. %s.",
+			ends, bi.First, bi.Culprit, namesOf(bi, bi.First, bi.Culprit), cost)
+	}
+	return fmt.Sprintf("lab bisect: %s; no confident culprit: %s. Suspects: steps %d..%d. %s.",
+		ends, strings.Join(bi.Notes, "; "), bi.First, bi.Culprit, cost)
+}
+
+func measuredSteps(bi *results.Bisect) int {
+	n := 0
+	for _, st := range bi.Steps[1 : len(bi.Steps)-1] {
+		if len(st.Values) > 0 || st.Verdict == Skipped || st.Verdict == NoCode {
+			n++
+		}
+	}
+	return n
+}
+
+func namesOf(bi *results.Bisect, from, to int) string {
+	var n []string
+	for k := from; k <= to && k < len(bi.Steps); k++ {
+		n = append(n, bi.Steps[k].Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func stepName(st results.BisectStep) string {
+	if st.Subject == "" {
+		return st.Name
+	}
+	return fmt.Sprintf("%s %q", st.Name, st.Subject)
+}
+
+func digits(bi *results.Bisect) int {
+	if bi.Clock == vm.ClockICount {
+		return 3
+	}
+	return 1
+}
+
+func pctCI(c stats.Change, d int) string {
+	if c.NoData {
+		return "–"
+	}
+	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f], p = %.3f", d, c.Pct, d, c.Lo, d, c.Hi, c.P)
+}
+
+func pctText(c stats.Change, d int) string {
+	if c.NoData {
+		return "–"
+	}
+	return fmt.Sprintf("%+.*f %%", d, c.Pct)
+}
+
+func shapeText(r *results.Run) string {
+	for _, b := range r.Boots {
+		topo := fmt.Sprintf("%d vCPU", b.CPUs)
+		if b.Shape != nil {
+			topo = b.Shape.String()
+		}
+		return fmt.Sprintf("%s · %s · %s · %s", b.Arch, topo, strings.ToUpper(b.Accel.Name), b.Clock)
+	}
+	return "no boots"
+}
+
+// ownChange is step k against the nearest step before it with figures.
+func ownChange(bi *results.Bisect, k int) (stats.Change, bool) {
+	cur := valuesOf(bi, k)
+	if len(cur) == 0 {
+		return stats.Change{}, false
+	}
+	for j := k - 1; j >= 0; j-- {
+		if prev := valuesOf(bi, j); len(prev) > 0 {
+			return stats.Compare(prev, cur, bi.FloorPct), true
+		}
+	}
+	return stats.Change{}, false
+}
+
+// valuesOf are step k's figures, or those of the step with its image.
+func valuesOf(bi *results.Bisect, k int) []float64 {
+	st := bi.Steps[k]
+	if len(st.Values) == 0 && st.SameAs >= 0 && st.SameAs < len(bi.Steps) {
+		return bi.Steps[st.SameAs].Values
+	}
+	return st.Values
+}
+
+// figureCell is a step's figure: mean ± sd (n).
+func figureCell(bi *results.Bisect, k int) string {
+	v := valuesOf(bi, k)
+	if len(v) == 0 {
+		return "–"
+	}
+	s := stats.Summarize(v)
+	scale, unit, d := 1e6, "", 5
+	if bi.Figure.Scaling {
+		scale, d = 1, 4
+	}
+	if bi.Clock != vm.ClockICount {
+		d = 3
+	}
+	if s.N == 1 {
+		return fmt.Sprintf("%.*f%s (n=1)", d, s.Mean/scale, unit)
+	}
+	return fmt.Sprintf("%.*f ± %.*f (n=%d)", d, s.Mean/scale, d, s.Stddev/scale, s.N)
+}
+
+// rows are the per-step lines every format shows.
+type stepRow struct {
+	Step, Name, Subject, Figure, Own, Cumulative, Verdict, Kernel, Build, Image, Boots string
+	Culprit                                                                            bool
+}
+
+func stepRows(r *results.Run) []stepRow {
+	bi := r.Bisect
+	d := digits(bi)
+	var out []stepRow
+	for _, st := range bi.Steps {
+		row := stepRow{Step: fmt.Sprint(st.Index), Name: st.Name, Subject: st.Subject, Figure: figureCell(bi, st.Index), Verdict: st.Verdict,
+			Boots: fmt.Sprint(len(st.Boots)), Own: "", Cumulative: ""}
+		if st.Index > 0 {
+			if own, ok := ownChange(bi, st.Index); ok {
+				row.Own = pctCI(own, d)
+				if len(valuesOf(bi, st.Index)) < 2 {
+					row.Own = pctText(own, d)
+				}
+			}
+			if v := valuesOf(bi, st.Index); len(v) > 0 && len(valuesOf(bi, 0)) > 0 {
+				row.Cumulative = pctText(stats.Compare(valuesOf(bi, 0), v, bi.FloorPct), d)
+			}
+		}
+		if st.Skip != "" {
+			row.Verdict += ": " + firstLine(st.Skip)
+		}
+		if st.SameAs >= 0 {
+			row.Verdict = fmt.Sprintf("%s (the image of step %d)", NoCode, st.SameAs)
+		}
+		if st.Kernel != nil {
+			row.Kernel = short(st.Kernel.Info.Key)
+			row.Image = short(st.Kernel.Info.ImageSHA256)
+			switch {
+			case st.Kernel.Cached:
+				row.Build = "cached"
+			default:
+				row.Build = fmt.Sprintf("%.0f s, %d compiled", st.BuildSeconds, st.Kernel.Info.Compiled)
+			}
+		}
+		row.Culprit = (bi.Outcome == Found || bi.Outcome == Attributed) && st.Index == bi.Culprit
+		out = append(out, row)
+	}
+	return out
+}
+
+// Markdown is the bisect's report: the answer, the steps, the log.
+func Markdown(r *results.Run) string {
+	var b strings.Builder
+	bi := r.Bisect
+	fmt.Fprintf(&b, "# lab bisect: %s\n\n%s\n\n", r.Lab, Headline(r))
+	fmt.Fprintf(&b, "Followed %s (%s), %s.\n\n", bi.Figure, bi.Chosen, judgedBy(bi))
+	b.WriteString("| step | patch or commit | subject | figure | own change | cumulative | verdict |\n|--:|---|---|--:|--:|--:|---|\n")
+	for _, row := range stepRows(r) {
+		mark := ""
+		if row.Culprit {
+			mark = " **← culprit**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s%s |\n", row.Step, row.Name, row.Subject, row.Figure, row.Own, row.Cumulative, row.Verdict, mark)
+	}
+	b.WriteString("\n## Bisect log\n\n| step | kernel key | build | image sha256 | boots |\n|--:|---|---|---|--:|\n")
+	for _, row := range stepRows(r) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.Step, row.Kernel, row.Build, row.Image, row.Boots)
+	}
+	if len(bi.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range bi.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	b.WriteString("\n## Provenance\n\n")
+	for _, l := range provenance(r) {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	return b.String()
+}
+
+func judgedBy(bi *results.Bisect) string {
+	if bi.Clock == vm.ClockICount {
+		return fmt.Sprintf("judged under icount: one boot a step (two when near an end), a step is like an end when within %.3f %% of it (3× the controls' spread and change, at least 0.010 %%)", bi.FloorPct)
+	}
+	return "judged under the wall clock: boots of each step interleaved with boots of the ends, Mann-Whitney U against each end at 0.05, more boots while unclear"
+}
+
+func provenance(r *results.Run) []string {
+	bi := r.Bisect
+	out := []string{
+		"reproduce: `" + report.Reproducer(r) + "`",
+		fmt.Sprintf("run %s, lab version %s, complete: %v, %s", r.RunID, r.LabVersion, r.Complete, r.Elapsed.Round(1e9)),
+		fmt.Sprintf("bisected: %s", bi.Range),
+		fmt.Sprintf("kernel source: Linux %s, %s (base commit %s)", r.Source.Version, r.Source.Desc, short(r.Source.Commit)),
+		fmt.Sprintf("host: %s, %d CPUs", r.Host.CPUModel, r.Host.CPUs),
+	}
+	for _, b := range r.Boots {
+		if b.Outcome != nil {
+			out = append(out, fmt.Sprintf("QEMU %s, %s (%s): `%s %s`", b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Outcome.QEMU, strings.Join(b.Outcome.Args, " ")))
+			break
+		}
+	}
+	return out
+}
+
+// Plain is the report in 80 columns, for a mailing list.
+func Plain(r *results.Run) string {
+	var b strings.Builder
+	b.WriteString(wrap(Headline(r), 80) + "\n\n")
+	fmt.Fprintf(&b, "%4s  %-30s %14s %10s  %s\n", "step", "patch or commit", "figure", "own", "verdict")
+	for _, row := range stepRows(r) {
+		name := row.Name
+		if len(name) > 30 {
+			name = name[:27] + "..."
+		}
+		own := row.Own
+		if i := strings.Index(own, " ["); i > 0 {
+			own = own[:i]
+		}
+		fig := row.Figure
+		if i := strings.IndexAny(fig, " ±("); i > 0 {
+			fig = fig[:i]
+		}
+		v := row.Verdict
+		if row.Culprit {
+			v = "CULPRIT"
+		}
+		if len(v) > 14 {
+			v = v[:14]
+		}
+		fmt.Fprintf(&b, "%4s  %-30s %14s %10s  %s\n", row.Step, name, fig, own, v)
+	}
+	for _, n := range r.Bisect.Notes {
+		b.WriteString(wrap("note: "+n, 80) + "\n")
+	}
+	b.WriteString(wrap("reproduce: "+report.Reproducer(r), 80) + "\n")
+	return b.String()
+}
+
+func wrap(s string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) > width:
+			lines = append(lines, line)
+			line = "  " + w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// JUnit has one case per step: the culprit fails, skipped and untested
+// steps are skipped.
+func JUnit(r *results.Run) *report.JUnitSuite {
+	s := &report.JUnitSuite{Name: "lab bisect " + r.Lab}
+	bi := r.Bisect
+	for _, row := range stepRows(r) {
+		c := report.JUnitCase{Name: fmt.Sprintf("step %s: %s %s", row.Step, row.Name, row.Subject), Class: "lab.bisect." + r.Lab,
+			SystemOut: fmt.Sprintf("figure %s; own change %s; verdict %s", row.Figure, row.Own, row.Verdict)}
+		switch {
+		case row.Culprit:
+			c.Failure = &report.JUnitMessage{Message: "culprit: " + pctCI(bi.Own, digits(bi)), Text: Headline(r)}
+		case strings.HasPrefix(row.Verdict, Skipped), row.Verdict == Untested:
+			c.Skip = &report.JUnitMessage{Message: row.Verdict}
+		}
+		s.Add(c)
+	}
+	return s
+}
+
+// HTML is one page: the answer, a chart of the figure against the step, the
+// steps, the log and the provenance.
+func HTML(r *results.Run) (string, error) {
+	svg, err := chart(r)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	err = page.Execute(&buf, struct {
+		Run      *results.Run
+		Headline string
+		Judged   string
+		Rows     []stepRow
+		Chart    template.HTML
+		Prov     []string
+	}{r, Headline(r), judgedBy(r.Bisect), stepRows(r), svg, provenance(r)})
+	return buf.String(), err
+}
+
+var page = template.Must(template.New("bisect").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>lab bisect: {{.Run.Lab}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; max-width: 90em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
+td.n { text-align: right; font-family: monospace; }
+tr.culprit td { background: #fee; font-weight: bold; }
+p.headline { font-size: 110%; }
+code { font-size: 85%; word-break: break-all; }
+</style></head><body>
+<h1>lab bisect: {{.Run.Lab}}</h1>
+<p class="headline">{{.Headline}}</p>
+<p>Followed {{.Run.Bisect.Figure}} ({{.Run.Bisect.Chosen}}), {{.Judged}}.</p>
+<figure class="chart"><figcaption>{{.Run.Bisect.Figure}} at each step: every boot, and the ends' means</figcaption>{{.Chart}}</figure>
+<table><tr><th>step</th><th>patch or commit</th><th>subject</th><th>figure</th><th>own change</th><th>cumulative</th><th>verdict</th><th>kernel key</th><th>build</th><th>image sha256</th><th>boots</th></tr>
+{{range .Rows}}<tr{{if .Culprit}} class="culprit"{{end}}><td class="n">{{.Step}}</td><td>{{.Name}}</td><td>{{.Subject}}</td><td class="n">{{.Figure}}</td><td class="n">{{.Own}}</td><td class="n">{{.Cumulative}}</td><td>{{.Verdict}}</td><td><code>{{.Kernel}}</code></td><td>{{.Build}}</td><td><code>{{.Image}}</code></td><td class="n">{{.Boots}}</td></tr>
+{{end}}</table>
+{{if .Run.Bisect.Notes}}<h2>Notes</h2><ul>{{range .Run.Bisect.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2>Provenance</h2><ul>{{range .Prov}}<li>{{.}}</li>{{end}}</ul>
+</body></html>
+`))
+
+// chart plots every boot's figure against its step, with the ends' means as
+// lines.
+func chart(r *results.Run) (template.HTML, error) {
+	bi := r.Bisect
+	p := plot.New()
+	p.X.Label.Text = "step (patches applied)"
+	p.Y.Label.Text = bi.Figure.String()
+	p.Add(plotter.NewGrid())
+	scale := 1e6
+	if bi.Figure.Scaling {
+		scale = 1
+	} else {
+		p.Y.Label.Text += " (M/s)"
+	}
+	var pts plotter.XYs
+	var ticks []plot.Tick
+	for _, st := range bi.Steps {
+		for _, v := range st.Values {
+			pts = append(pts, plotter.XY{X: float64(st.Index), Y: v / scale})
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(st.Index), Label: fmt.Sprint(st.Index)})
+	}
+	if len(pts) == 0 {
+		return "", nil
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return "", err
+	}
+	sc.Color = color.RGBA{R: 0xee, G: 0x66, B: 0x77, A: 0xff}
+	p.Add(sc)
+	n := float64(len(bi.Steps) - 1)
+	for _, k := range []int{0, len(bi.Steps) - 1} {
+		if m := mean(bi.Steps[k].Values); m > 0 {
+			l, err := plotter.NewLine(plotter.XYs{{X: -0.3, Y: m / scale}, {X: n + 0.3, Y: m / scale}})
+			if err != nil {
+				return "", err
+			}
+			l.Color = color.Gray{Y: 0x90}
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(l)
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	wt, err := p.WriterTo(7*vg.Inch, 3.5*vg.Inch, "svg")
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return "", err
+	}
+	s := buf.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil
+}

@@ -1,0 +1,599 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
+	"lab/internal/initramfs"
+	"lab/internal/kbuild"
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/series"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/stats"
+	"lab/internal/variant"
+	"lab/internal/version"
+	"lab/internal/vm"
+)
+
+// Options are the inputs of a bisect besides the lab.
+type Options struct {
+	Lab        *spec.Lab
+	CacheDir   string
+	ResultsDir string
+	ModuleRoot string
+	Accel      string
+	Jobs       int
+	Command    []string
+	Out        io.Writer
+	// The figure to follow: Figure, or the Claim-th claim of the lab
+	// (1-based), or (neither) the row that changed most between the ends.
+	Figure *results.Figure
+	Claim  int
+	// Good and Bad bound a git range of the lab's git source; empty: the
+	// lab's series.
+	Good, Bad string
+	Each      bool
+	MaxBoots  int // wall clock: the most boots of a step
+	Host      *run.Host
+}
+
+// Run carries out a bisect and returns its record (also when it fails
+// part-way) and folder.
+func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
+	host := run.ReadHost(opt.Accel)
+	if opt.Host != nil {
+		host = *opt.Host
+	}
+	lab := opt.Lab
+	if (opt.Good == "") != (opt.Bad == "") {
+		return nil, "", fmt.Errorf("--good and --bad go together")
+	}
+	if opt.Good != "" && lab.Source.Git == "" {
+		return nil, "", fmt.Errorf("--good/--bad bisect a git range: the lab's source must be a git tree (source: git:)")
+	}
+	plans, err := run.Plan(lab, host)
+	if err != nil {
+		return nil, "", err
+	}
+	p := plans[0]
+	fig, chosen, err := figureOf(opt, lab, p)
+	if err != nil {
+		return nil, "", err
+	}
+	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now()}
+	if fig != nil {
+		b.follow(*fig, chosen)
+	}
+	if len(plans) > 1 {
+		b.logf("the lab's matrix has %d shapes: bisecting on the first, %s %s (choose another with --arch and --cpus)", len(plans), p.Arch.Name, p.Shape)
+	}
+	id := "bisect-" + time.Now().UTC().Format("20060102-150405")
+	b.dir = filepath.Join(opt.ResultsDir, lab.Name, id)
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Claims: lab.Claims,
+		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock}}
+	err = b.do(ctx)
+	b.run.Finished = time.Now().UTC()
+	b.run.Elapsed = time.Since(b.start)
+	b.run.Complete = err == nil
+	if werr := b.run.Write(b.dir); werr != nil && err == nil {
+		err = werr
+	}
+	if b.log != nil {
+		b.log.Close()
+	}
+	return b.run, b.dir, err
+}
+
+// figureOf is the figure the options or the lab's claims name, nil when the
+// bisect is to choose it from the ends.
+func figureOf(opt Options, lab *spec.Lab, p run.ShapePlan) (*results.Figure, string, error) {
+	producers := p.Job.Producers
+	switch {
+	case opt.Figure != nil:
+		f := *opt.Figure
+		if err := benchmark.Check(f.Benchmark); err != nil {
+			return nil, "", err
+		}
+		if f.Producers < 1 || f.Producers > p.Shape.CPUs {
+			return nil, "", fmt.Errorf("--producers %d: the guest has %d vCPUs", f.Producers, p.Shape.CPUs)
+		}
+		if f.Scaling && f.Producers < 2 {
+			return nil, "", fmt.Errorf("--scaling follows rate(P)/rate(1): give --producers 2 or more")
+		}
+		return &f, "asked for on the command line", nil
+	case opt.Claim > 0:
+		if opt.Claim > len(lab.Claims) {
+			return nil, "", fmt.Errorf("--claim %d: the lab has %d claims", opt.Claim, len(lab.Claims))
+		}
+		c := lab.Claims[opt.Claim-1]
+		for _, n := range c.Producers {
+			for _, q := range producers {
+				if n == q && (!c.Scaling || n > 1) {
+					return &results.Figure{Benchmark: c.Benchmark, Producers: n, Scaling: c.Scaling},
+						fmt.Sprintf("claim %d: %s", opt.Claim, report.ClaimText(c)), nil
+				}
+			}
+		}
+		if len(c.Producers) == 0 && !c.Scaling {
+			return &results.Figure{Benchmark: c.Benchmark, Producers: producers[0]}, fmt.Sprintf("claim %d: %s", opt.Claim, report.ClaimText(c)), nil
+		}
+		return nil, "", fmt.Errorf("--claim %d (%s): this shape (%s) runs none of its producer counts %v", opt.Claim, report.ClaimText(c), p.Shape, c.Producers)
+	}
+	return nil, "", nil
+}
+
+// bisector is one bisect's state; it is the search's Env.
+type bisector struct {
+	opt     Options
+	lab     *spec.Lab
+	plan    run.ShapePlan
+	fullJob protocol.Job
+	fig     *results.Figure
+	dir     string
+	run     *results.Run
+	start   time.Time
+	log     *os.File
+	tree    *source.Tree
+	kernels *run.Kernels
+	steps   []results.BisectStep
+	initrd  string
+	// pending are boots of the ends made before the figure was chosen, to
+	// be handed to the search first.
+	pending map[int][]Obs
+}
+
+func (b *bisector) logf(format string, args ...any) {
+	fmt.Fprintf(b.opt.Out, "[%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// follow sets the figure and cuts each boot's job down to it and the
+// controls: under icount a boot costs its benchmarks' guest time.
+func (b *bisector) follow(f results.Figure, why string) {
+	b.fig = &f
+	if b.run != nil {
+		b.run.Bisect.Figure, b.run.Bisect.Chosen = f, why
+	}
+	job := b.fullJob
+	job.Benchmarks = []string{f.Benchmark}
+	for _, c := range benchmark.Controls() {
+		if c != f.Benchmark && contains(b.fullJob.Benchmarks, c) {
+			job.Benchmarks = append(job.Benchmarks, c)
+		}
+	}
+	job.Producers = []int{f.Producers}
+	if f.Scaling || f.Producers != 1 {
+		// Controls and scaling ratios need the 1-producer rate too.
+		job.Producers = []int{1, f.Producers}
+		if f.Producers == 1 {
+			job.Producers = []int{1}
+		}
+	}
+	b.plan.Job = job
+}
+
+func (b *bisector) do(ctx context.Context) error {
+	if b.fig != nil {
+		b.run.Bisect.Figure, b.run.Bisect.Chosen = *b.fig, b.chosenText()
+	}
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
+	defer b.tree.Close()
+	if b.fig == nil {
+		if err := b.chooseFigure(ctx); err != nil {
+			return err
+		}
+	}
+	mode := Mode{ICount: b.plan.Clock == vm.ClockICount, MaxBoots: b.opt.MaxBoots}
+	var res *Result
+	var err error
+	if b.opt.Each {
+		res, err = Each(ctx, b, mode)
+	} else {
+		res, err = Search(ctx, b, mode)
+	}
+	b.record(res)
+	if err != nil {
+		return err
+	}
+	return b.tree.Checkout(ctx, b.tree.BaseHash)
+}
+
+func (b *bisector) chosenText() string {
+	if b.opt.Figure != nil {
+		return "asked for on the command line"
+	}
+	return fmt.Sprintf("claim %d", b.opt.Claim)
+}
+
+// prepare makes the source tree, the steps and the initramfs.
+func (b *bisector) prepare(ctx context.Context) error {
+	log, err := os.OpenFile(filepath.Join(b.dir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	b.log = log
+	tree, err := source.Prepare(ctx, b.lab.Source, b.opt.CacheDir, b.logf)
+	if err != nil {
+		return err
+	}
+	b.tree = tree
+	b.run.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
+	if b.opt.Good != "" {
+		err = b.rangeSteps(ctx)
+	} else {
+		err = b.seriesSteps(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log}
+	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)
+	img, err := initramfs.Build(ctx, b.opt.ModuleRoot, b.plan.Arch.GOARCH, b.opt.CacheDir, log)
+	if err != nil {
+		return err
+	}
+	b.initrd = img.Path
+	b.run.Initramfs = []results.Initramfs{{Arch: b.plan.Arch.Name, Path: img.Path, Key: img.Key, Cached: img.Cached}}
+	b.run.Bisect.Steps = b.steps
+	return b.run.Write(b.dir)
+}
+
+// seriesSteps: step k is the source with the first k patches of the series.
+func (b *bisector) seriesSteps(ctx context.Context) error {
+	ser, err := series.Load(b.lab.SeriesDir())
+	if err != nil {
+		return err
+	}
+	commits, err := b.tree.Variants(ctx, ser, b.lab.Mode)
+	if err != nil {
+		return err
+	}
+	b.run.Series = results.Series{Name: ser.Name, Mode: b.lab.Mode, Hash: ser.Hash(), Variants: commits}
+	for _, p := range ser.Patches {
+		b.run.Series.Patches = append(b.run.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
+	}
+	n := len(ser.Patches)
+	var at []string // the commit of each step
+	if b.lab.Mode == spec.ModeRevert {
+		// The source has the series; lab reverted it last patch first:
+		// base, -pN, -pN-1, ..., -p1 (the baseline).
+		chain, err := b.tree.Chain(ctx, b.tree.BaseHash, commits.Baseline)
+		if err != nil {
+			return err
+		}
+		if len(chain) != n {
+			return fmt.Errorf("revert of %s: %d commits for %d patches", ser.Name, len(chain), n)
+		}
+		at = make([]string, n+1)
+		at[n] = b.tree.BaseHash
+		for k := 0; k < n; k++ {
+			at[k] = chain[n-1-k]
+		}
+	} else {
+		chain, err := b.tree.Chain(ctx, b.tree.BaseHash, commits.Patched)
+		if err != nil {
+			return err
+		}
+		if len(chain) != n {
+			return fmt.Errorf("git am of %s: %d commits for %d patches", ser.Name, len(chain), n)
+		}
+		at = append([]string{b.tree.BaseHash}, chain...)
+	}
+	b.run.Bisect.Range = fmt.Sprintf("series %s (%s mode, %d patches)", ser.Name, b.lab.Mode, n)
+	b.steps = []results.BisectStep{{Index: 0, Name: "baseline", Subject: "the source without the series", Commit: at[0], SameAs: -1}}
+	for k, p := range ser.Patches {
+		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: p.Name, Subject: p.Subject, Commit: at[k+1], SameAs: -1})
+	}
+	return nil
+}
+
+// rangeSteps: step 0 is --good, step k the k-th first-parent commit after
+// it, up to --bad.
+func (b *bisector) rangeSteps(ctx context.Context) error {
+	good, err := b.tree.Resolve(ctx, b.opt.Good)
+	if err != nil {
+		return err
+	}
+	bad, err := b.tree.Resolve(ctx, b.opt.Bad)
+	if err != nil {
+		return err
+	}
+	chain, err := b.tree.Chain(ctx, good, bad)
+	if err != nil {
+		return err
+	}
+	b.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits)", b.opt.Good, b.opt.Bad, len(chain))
+	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
+	b.steps = []results.BisectStep{{Index: 0, Name: short(good), Subject: subjectOf(ctx, b.tree, good), Commit: good, SameAs: -1}}
+	for k, c := range chain {
+		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
+	}
+	return nil
+}
+
+func subjectOf(ctx context.Context, t *source.Tree, c string) string {
+	s, _ := t.Subject(ctx, c)
+	return s
+}
+
+// Steps is the number of patches (or commits): the search's N.
+func (b *bisector) Steps() int { return len(b.steps) - 1 }
+
+// Image builds step k's kernel, from the cache when it can.
+func (b *bisector) Image(ctx context.Context, k int) (string, error) {
+	st := &b.steps[k]
+	if st.Kernel != nil {
+		return st.Kernel.Info.ImageSHA256, nil
+	}
+	start := time.Now()
+	kern, err := b.kernels.Get(ctx, b.plan.Arch, st.Commit, fmt.Sprintf("step %d (%s)", k, st.Name))
+	var be *kbuild.BuildError
+	if errors.As(err, &be) {
+		return "", &SkipError{Why: "does not build", Err: errors.New(b.blame(ctx, k, be))}
+	}
+	if err != nil {
+		return "", err
+	}
+	if !kern.Cached {
+		st.BuildSeconds = time.Since(start).Seconds()
+	}
+	kern.Variant = b.variantOf(k)
+	st.Kernel = &kern
+	b.run.Kernels = append(b.run.Kernels, kern)
+	return kern.Info.ImageSHA256, b.run.Write(b.dir)
+}
+
+// blame names, for a step that does not compile, the compiler's file and
+// line and the patch that last touched that file.
+func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) string {
+	msg := be.Err.Error()
+	file := compilerFile(msg)
+	if file == "" {
+		return msg
+	}
+	for j := k; j >= 1; j-- {
+		changed, err := b.tree.Changed(ctx, b.steps[j-1].Commit, b.steps[j].Commit)
+		if err != nil {
+			break
+		}
+		for _, c := range changed {
+			if sameFile(file, c) {
+				return fmt.Sprintf("%s\n%s (step %d) touched %s", msg, b.steps[j].Name, j, c)
+			}
+		}
+	}
+	return msg
+}
+
+func (b *bisector) variantOf(k int) variant.Variant {
+	switch k {
+	case 0:
+		return variant.Baseline
+	case len(b.steps) - 1:
+		return variant.Patched
+	}
+	return ""
+}
+
+// Measure boots step k once and reads the figure.
+func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
+	if q := b.pending[k]; len(q) > 0 {
+		b.pending[k] = q[1:]
+		return q[0], nil
+	}
+	boot, err := b.bootStep(ctx, k)
+	if err != nil {
+		return Obs{}, err
+	}
+	return b.obs(boot)
+}
+
+func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
+	st := &b.steps[k]
+	if st.Kernel == nil {
+		if _, err := b.Image(ctx, k); err != nil {
+			return results.Boot{}, err
+		}
+	}
+	idx := len(b.run.Boots) + 1
+	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
+	if err != nil {
+		return results.Boot{}, err
+	}
+	defer os.RemoveAll(qmpDir)
+	booter := run.Booter{Dir: b.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
+	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
+	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.initrd, "", idx, label)
+	boot.Variant = b.variantOf(k)
+	if err != nil {
+		boot.Fail(err)
+	}
+	b.run.Boots = append(b.run.Boots, boot)
+	st.Boots = append(st.Boots, idx)
+	if werr := b.run.Write(b.dir); werr != nil {
+		return boot, werr
+	}
+	switch {
+	case err == nil:
+		return boot, nil
+	case vm.KernelFault(vm.Kind(err)):
+		return boot, &SkipError{Why: "does not boot (" + vm.Kind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+	}
+	return boot, err
+}
+
+// obs reads the followed figure and the controls' rates from a boot.
+func (b *bisector) obs(boot results.Boot) (Obs, error) {
+	v, ok := b.fig.Of(boot)
+	if !ok {
+		return Obs{}, &SkipError{Why: "no figure", Err: fmt.Errorf("boot %d did not measure %s", boot.Index, b.fig)}
+	}
+	o := Obs{Value: v, Controls: map[string]float64{}}
+	for _, r := range boot.Results {
+		if benchmark.IsControl(r.Benchmark) && r.OK() && r.Producers == 1 {
+			o.Controls[r.Benchmark] = protocol.Rate(r.Samples)
+		}
+	}
+	b.logf("boot %d (step %s): %s = %s", boot.Index, stepOf(b.steps, boot.Index), b.fig, formatFigure(*b.fig, v))
+	return o, nil
+}
+
+func stepOf(steps []results.BisectStep, boot int) string {
+	for _, s := range steps {
+		if contains(s.Boots, boot) {
+			return fmt.Sprint(s.Index)
+		}
+	}
+	return "?"
+}
+
+// chooseFigure boots both ends with the lab's whole job and follows the
+// non-control row that changed most between them.
+func (b *bisector) chooseFigure(ctx context.Context) error {
+	n := len(b.steps) - 1
+	boots := 4
+	if b.plan.Clock == vm.ClockICount {
+		boots = 2
+	}
+	var ends []results.Boot
+	for i := 0; i < boots; i++ {
+		for _, k := range []int{0, n} {
+			boot, err := b.bootStep(ctx, k)
+			if err != nil {
+				return fmt.Errorf("measure the ends to choose a figure: %w", err)
+			}
+			ends = append(ends, boot)
+		}
+	}
+	tables := report.Tables(&results.Run{Boots: ends})
+	if len(tables) == 0 {
+		return fmt.Errorf("the ends delivered no figures")
+	}
+	var best *report.Row
+	for _, rows := range [][]report.Row{tables[0].Rows, tables[0].Scaling} {
+		for i := range rows {
+			r := &rows[i]
+			if r.Control || r.Change.NoData || r.Metric == report.MetricVsFree {
+				continue
+			}
+			if best == nil || (r.Change.Verdict != stats.Same && best.Change.Verdict == stats.Same) ||
+				(sameness(r) == sameness(best) && math.Abs(r.Change.Pct) > math.Abs(best.Change.Pct)) {
+				best = r
+			}
+		}
+	}
+	if best == nil {
+		return fmt.Errorf("the ends share no benchmark to follow")
+	}
+	f := results.Figure{Benchmark: best.Benchmark, Producers: best.Producers, Scaling: best.Metric == report.MetricScaling}
+	why := fmt.Sprintf("the row that changed most between the ends: %+.3f %% [%+.3f, %+.3f], p = %.3f", best.Change.Pct, best.Change.Lo, best.Change.Hi, best.Change.P)
+	b.logf("following %s: %s", f, why)
+	b.follow(f, why)
+	b.pending = map[int][]Obs{}
+	for _, boot := range ends {
+		o, err := b.obs(boot)
+		if err != nil {
+			return err
+		}
+		k := 0
+		if boot.Variant == variant.Patched {
+			k = n
+		}
+		b.pending[k] = append(b.pending[k], o)
+	}
+	return nil
+}
+
+func sameness(r *report.Row) bool { return r.Change.Verdict == stats.Same }
+
+// record copies the search's answer into the run's record.
+func (b *bisector) record(res *Result) {
+	if res == nil {
+		return
+	}
+	Record(b.run.Bisect, res, b.steps, b.opt.Each)
+	b.steps = b.run.Bisect.Steps
+}
+
+// Record writes a search's answer into a bisect's record, step by step.
+func Record(bi *results.Bisect, res *Result, steps []results.BisectStep, each bool) {
+	bi.Each, bi.Outcome, bi.Culprit, bi.First = each, res.Outcome, res.Culprit, res.First
+	bi.Change, bi.Own, bi.Explains, bi.FloorPct, bi.Notes, bi.Boots = res.Change, res.Own, res.Explains, res.FloorPct, res.Notes, res.Measured
+	for k := range steps {
+		st := &steps[k]
+		if k < len(res.Steps) {
+			st.Verdict, st.Skip, st.SameAs = res.Steps[k].Verdict, res.Steps[k].Skip, res.Steps[k].SameAs
+			st.Values = res.Steps[k].Values()
+		}
+	}
+	bi.Steps = steps
+}
+
+func formatFigure(f results.Figure, v float64) string {
+	if f.Scaling {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return fmt.Sprintf("%.5f M/s", v/1e6)
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// compilerFile is the source file of the first compiler error in a build's
+// output ("kernel/events/uprobes.c:1234:5: error: ..."), relative to the
+// tree as far as it can tell.
+func compilerFile(out string) string {
+	m := compilerError.FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	f := m[1]
+	for strings.HasPrefix(f, "../") {
+		f = strings.TrimPrefix(f, "../")
+	}
+	return f
+}
+
+var compilerError = regexp.MustCompile(`([\w./+-]+\.(?:c|h|S|lds)):\d+(?::\d+)?: (?:fatal )?error:`)
+
+// sameFile says whether the compiler's path names the tree's file (the
+// compiler may print it with the source directory in front).
+func sameFile(compiler, file string) bool {
+	return compiler == file || strings.HasSuffix(compiler, "/"+file)
+}

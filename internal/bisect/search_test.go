@@ -1,0 +1,257 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// fakeEnv gives each step a true figure; boots add noise (tiny under
+// icount, a few percent under the wall clock). Nothing is built or booted.
+type fakeEnv struct {
+	vals    []float64      // true figure per step, 0..N
+	noise   float64        // relative sd of a boot
+	skip    map[int]string // steps that do not build ("build") or boot ("boot")
+	sameAs  map[int]int    // steps whose image is another step's
+	infraAt int            // the boot number at which the infrastructure fails (0: never)
+	rng     *rand.Rand
+	boots   []int // steps in the order booted
+	images  map[int]bool
+}
+
+func newFake(vals []float64, noise float64) *fakeEnv {
+	return &fakeEnv{vals: vals, noise: noise, skip: map[int]string{}, sameAs: map[int]int{}, rng: rand.New(rand.NewPCG(7, 9)), images: map[int]bool{}}
+}
+
+func (f *fakeEnv) Steps() int { return len(f.vals) - 1 }
+
+func (f *fakeEnv) Image(ctx context.Context, k int) (string, error) {
+	f.images[k] = true
+	if f.skip[k] == "build" {
+		return "", &SkipError{Why: "does not build", Err: errors.New("drivers/x.c:3: error: expected ';'")}
+	}
+	if j, ok := f.sameAs[k]; ok {
+		k = j
+	}
+	return fmt.Sprintf("image-%d", k), nil
+}
+
+func (f *fakeEnv) Measure(ctx context.Context, k int) (Obs, error) {
+	f.boots = append(f.boots, k)
+	if f.infraAt > 0 && len(f.boots) == f.infraAt {
+		return Obs{}, errors.New("start qemu-system-x86_64: no such file")
+	}
+	if f.skip[k] == "boot" {
+		return Obs{}, &SkipError{Why: "does not boot", Err: errors.New("kernel panic")}
+	}
+	v := f.vals[k] * (1 + f.noise*f.rng.NormFloat64())
+	return Obs{Value: v, Controls: map[string]float64{"syscall-count": 3.86e6 * (1 + f.noise*f.rng.NormFloat64())}}, nil
+}
+
+func step(c, n int, size float64) []float64 {
+	v := make([]float64, n+1)
+	for k := range v {
+		v[k] = 1e6
+		if k >= c {
+			v[k] = 1e6 * (1 + size)
+		}
+	}
+	return v
+}
+
+var icount = Mode{ICount: true}
+var wall = Mode{MinBoots: 4, MaxBoots: 16}
+
+// One culprit at every position of every series of 1..9 patches is found,
+// under icount in ⌈log2 n⌉ steps at most, with one boot a step.
+func TestSingleCulpritEverywhere(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for c := 1; c <= n; c++ {
+			env := newFake(step(c, n, 0.07), 1e-6)
+			r, err := Search(context.Background(), env, icount)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != Found || r.Culprit != c {
+				t.Errorf("n=%d culprit %d: %s %d (%v)", n, c, r.Outcome, r.Culprit, r.Notes)
+			}
+			steps := 0
+			for _, st := range r.Steps[1:n] {
+				if len(st.Obs) > 0 {
+					steps++
+				}
+			}
+			if max := int(math.Ceil(math.Log2(float64(n)))); steps > max {
+				t.Errorf("n=%d culprit %d: %d steps measured, want at most %d", n, c, steps, max)
+			}
+			if r.Measured != 4+steps {
+				t.Errorf("n=%d culprit %d: %d boots for %d steps (2 per end + 1 per step)", n, c, r.Measured, steps)
+			}
+			if r.Explains < 0.99 || r.Explains > 1.01 {
+				t.Errorf("n=%d culprit %d explains %.2f of the change", n, c, r.Explains)
+			}
+		}
+	}
+}
+
+// The same under the wall clock, with noise: more boots, the same answer.
+func TestSingleCulpritWallClock(t *testing.T) {
+	for _, c := range []int{1, 3, 6} {
+		env := newFake(step(c, 6, 0.20), 0.03)
+		r, err := Search(context.Background(), env, wall)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome != Found || r.Culprit != c {
+			t.Errorf("culprit %d: %s %d %v", c, r.Outcome, r.Culprit, r.Notes)
+		}
+		// Each step's boots are interleaved with the ends'.
+		if env.boots[8] == env.boots[9] {
+			t.Errorf("boots not interleaved: %v", env.boots)
+		}
+	}
+}
+
+func TestEndsThatDoNotDiffer(t *testing.T) {
+	env := newFake(step(3, 5, 0.00001), 1e-6)
+	r, err := Search(context.Background(), env, icount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != NoChange || len(env.boots) != 4 {
+		t.Errorf("%s after %d boots: %v", r.Outcome, len(env.boots), r.Notes)
+	}
+	env = newFake(step(3, 5, 0.01), 0.05)
+	if r, _ := Search(context.Background(), env, wall); r.Outcome != NoChange {
+		t.Errorf("1 %% under 5 %% noise: %s", r.Outcome)
+	}
+}
+
+// A step that does not build, next to the culprit, leaves a range.
+func TestSkippedNextToCulprit(t *testing.T) {
+	for _, how := range []string{"build", "boot"} {
+		env := newFake(step(4, 6, 0.07), 1e-6)
+		env.skip[3] = how
+		r, err := Search(context.Background(), env, icount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome != Range || r.First != 3 || r.Culprit != 4 || r.Steps[3].Verdict != Skipped {
+			t.Errorf("%s: %s %d..%d, step 3 %s", how, r.Outcome, r.First, r.Culprit, r.Steps[3].Verdict)
+		}
+	}
+	// Skipped but not next to the culprit: the neighbour is tried.
+	env := newFake(step(6, 8, 0.07), 1e-6)
+	env.skip[4] = "build" // the first midpoint
+	r, _ := Search(context.Background(), env, icount)
+	if r.Outcome != Found || r.Culprit != 6 || r.Steps[4].Verdict != Skipped {
+		t.Errorf("skip away from the culprit: %s %d %v", r.Outcome, r.Culprit, r.Notes)
+	}
+}
+
+// A step whose boots cannot decide it (noise far above the change) stays
+// unclear at the cap and is reported, never guessed.
+func TestUnclearStep(t *testing.T) {
+	vals := step(3, 4, 0.20)
+	env := newFake(vals, 0.02)
+	noisy := &noisyStep{fakeEnv: env, step: 2, noise: 0.5}
+	r, err := Search(context.Background(), noisy, Mode{MinBoots: 4, MaxBoots: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != Doubt || r.Steps[2].Verdict != Unclear || len(r.Steps[2].Obs) != 8 {
+		t.Errorf("%s, step 2 %s after %d boots: %v", r.Outcome, r.Steps[2].Verdict, len(r.Steps[2].Obs), r.Notes)
+	}
+}
+
+type noisyStep struct {
+	*fakeEnv
+	step  int
+	noise float64
+}
+
+func (n *noisyStep) Measure(ctx context.Context, k int) (Obs, error) {
+	o, err := n.fakeEnv.Measure(ctx, k)
+	if k == n.step {
+		o.Value = n.vals[k] * (1 + n.noise*n.rng.NormFloat64())
+	}
+	return o, err
+}
+
+// Two culprits, or a figure that goes up then down: no confident single
+// answer; the report says so and suggests --each.
+func TestNotMonotonic(t *testing.T) {
+	two := step(2, 8, 0.03)
+	for k := 5; k <= 8; k++ {
+		two[k] = 1e6 * 1.07
+	}
+	upDown := step(3, 8, 0.10)
+	for k := 6; k <= 8; k++ {
+		upDown[k] = 1e6 * 1.02
+	}
+	for name, vals := range map[string][]float64{"two culprits": two, "up then down": upDown} {
+		r, err := Search(context.Background(), newFake(vals, 1e-6), icount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome != Doubt || !strings.Contains(strings.Join(r.Notes, "\n"), "--each") {
+			t.Errorf("%s: %s %d %v", name, r.Outcome, r.Culprit, r.Notes)
+		}
+	}
+}
+
+// --each measures every step and shares out the change.
+func TestEach(t *testing.T) {
+	vals := []float64{1e6, 1.05e6, 1.05e6, 1.07e6}
+	r, err := Each(context.Background(), newFake(vals, 1e-6), icount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range r.Steps {
+		if len(st.Obs) == 0 {
+			t.Errorf("step %d not measured", st.Index)
+		}
+	}
+	if r.Outcome != Attributed || r.Culprit != 1 {
+		t.Errorf("%s %d", r.Outcome, r.Culprit)
+	}
+}
+
+// A step that changes no code has its parent's image: judged like the
+// measured step with the same image, without a boot.
+func TestNoCodeChange(t *testing.T) {
+	env := newFake(step(3, 4, 0.07), 1e-6)
+	env.sameAs[2] = 0 // a comment-only patch: the image of step 0 (already measured)
+	env.vals[2] = env.vals[0]
+	r, err := Search(context.Background(), env, icount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != Found || r.Culprit != 3 || r.Steps[2].Verdict != NoCode || len(r.Steps[2].Obs) != 0 {
+		t.Errorf("%s %d, step 2 %s with %d boots", r.Outcome, r.Culprit, r.Steps[2].Verdict, len(r.Steps[2].Obs))
+	}
+	// Both ends the same image: nothing to bisect, no boot at all.
+	env = newFake(step(1, 2, 0.07), 1e-6)
+	env.sameAs[2] = 0
+	if r, _ := Search(context.Background(), env, icount); r.Outcome != NoChange || len(env.boots) != 0 {
+		t.Errorf("same image at both ends: %s after %d boots", r.Outcome, len(env.boots))
+	}
+}
+
+// An infrastructure failure stops the search with the error.
+func TestInfraStops(t *testing.T) {
+	env := newFake(step(3, 6, 0.07), 1e-6)
+	env.infraAt = 5
+	if _, err := Search(context.Background(), env, icount); err == nil || !strings.Contains(err.Error(), "qemu") {
+		t.Errorf("err = %v", err)
+	}
+	env = newFake(step(3, 6, 0.07), 1e-6)
+	env.skip[0] = "build"
+	if _, err := Search(context.Background(), env, icount); err == nil || !strings.Contains(err.Error(), "good end") {
+		t.Errorf("an end that does not build: %v", err)
+	}
+}

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+
+	"lab/internal/stats"
+)
+
+// JUnitSuite is a JUnit XML test suite, as CI systems (GitLab, Jenkins,
+// GitHub test reporters) read it.
+type JUnitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Cases    []JUnitCase `xml:"testcase"`
+}
+
+// JUnitCase is one test case: a row of a table, a claim, a bisect step.
+type JUnitCase struct {
+	Name      string        `xml:"name,attr"`
+	Class     string        `xml:"classname,attr"`
+	Failure   *JUnitMessage `xml:"failure,omitempty"`
+	Skip      *JUnitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// JUnitMessage is a failure's or a skip's message.
+type JUnitMessage struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// Add appends a case and counts it.
+func (s *JUnitSuite) Add(c JUnitCase) {
+	s.Cases = append(s.Cases, c)
+	s.Tests++
+	if c.Failure != nil {
+		s.Failures++
+	}
+	if c.Skip != nil {
+		s.Skipped++
+	}
+}
+
+// XML is the suite as a file.
+func (s *JUnitSuite) XML() ([]byte, error) {
+	out, err := xml.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+// JUnit is a run's report as JUnit: one case per row of every table (a
+// significant slowdown of a non-control row fails it) and one per claim
+// (failed unless reproduced).
+func JUnit(d *Document) *JUnitSuite {
+	s := &JUnitSuite{Name: "lab " + d.Lab}
+	for _, t := range d.Tables {
+		class := "lab." + d.Lab + "." + tableName(t)
+		for _, r := range t.AllRows() {
+			c := JUnitCase{Name: r.Label(), Class: class, SystemOut: changeText(r.Change)}
+			switch {
+			case r.Change.NoData:
+				c.Skip = &JUnitMessage{Message: "no figures on one side"}
+			case !r.Control && r.Change.Verdict == stats.Slower:
+				c.Failure = &JUnitMessage{Message: "significantly slower: " + changeText(r.Change), Text: Headline(t)}
+			}
+			s.Add(c)
+		}
+	}
+	for i, cl := range d.Claims {
+		c := JUnitCase{Name: fmt.Sprintf("claim %d: %s", i+1, ClaimText(cl.Claim)), Class: "lab." + d.Lab + ".claims", SystemOut: evidence(cl)}
+		if cl.Verdict != Reproduced {
+			c.Failure = &JUnitMessage{Message: cl.Verdict, Text: evidence(cl)}
+		}
+		s.Add(c)
+	}
+	return s
+}
+
+func changeText(c stats.Change) string {
+	if c.NoData {
+		return "no data"
+	}
+	return fmt.Sprintf("%+.3f %% [%+.3f, %+.3f], p = %.3f (%s)", c.Pct, c.Lo, c.Hi, c.P, verdictMark(c))
+}
+
+// stepSummaryLimit is GitHub's limit on a step summary.
+const stepSummaryLimit = 1 << 20
+
+// AppendStepSummary appends Markdown to $GITHUB_STEP_SUMMARY when it is set
+// (a GitHub Actions job), cut to stay under GitHub's 1 MiB.
+func AppendStepSummary(md string) error {
+	path := os.Getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return nil
+	}
+	if len(md) > stepSummaryLimit-1024 {
+		md = md[:stepSummaryLimit-1024] + "\n\n(cut to GitHub's 1 MiB step summary limit: see the report artifact)\n"
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	}
+	if _, err := f.WriteString(md + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	}
+	return f.Close()
+}
