@@ -16,6 +16,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
+	"lab/internal/progress"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
@@ -74,6 +75,8 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 		return nil, "", err
 	}
 	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now()}
+	b.rep = progress.New(opt.Out, b.start)
+	defer b.rep.Stop()
 	if fig != nil {
 		b.follow(*fig, chosen)
 	}
@@ -145,6 +148,7 @@ type bisector struct {
 	lab     *spec.Lab
 	plan    run.ShapePlan
 	fullJob protocol.Job
+	rep     progress.Reporter
 	fig     *results.Figure
 	dir     string
 	run     *results.Run
@@ -159,9 +163,7 @@ type bisector struct {
 	pending map[int][]Obs
 }
 
-func (b *bisector) logf(format string, args ...any) {
-	fmt.Fprintf(b.opt.Out, "[%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
-}
+func (b *bisector) logf(format string, args ...any) { b.rep.Logf(format, args...) }
 
 // follow sets the figure and cuts each boot's job down to it and the
 // controls: under icount a boot costs its benchmarks' guest time.
@@ -244,7 +246,7 @@ func (b *bisector) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log}
+	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log, Progress: b.rep.Build}
 	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)
 	img, err := initramfs.Build(ctx, b.opt.ModuleRoot, b.plan.Arch.GOARCH, b.opt.CacheDir, log)
 	if err != nil {
@@ -344,7 +346,9 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 		return st.Kernel.Info.ImageSHA256, nil
 	}
 	start := time.Now()
-	kern, err := b.kernels.Get(ctx, b.plan.Arch, st.Commit, fmt.Sprintf("step %d (%s)", k, st.Name))
+	label := fmt.Sprintf("step %d (%s)", k, st.Name)
+	kern, err := b.kernels.Get(ctx, b.plan.Arch, st.Commit, label)
+	b.rep.BuildDone(label)
 	var be *kbuild.BuildError
 	if errors.As(err, &be) {
 		return "", &SkipError{Why: "does not build", Err: errors.New(b.blame(ctx, k, be))}

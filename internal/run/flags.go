@@ -16,8 +16,9 @@ type Flags struct {
 	Accel   flagval.String
 	Cache   flagval.String
 	Results flagval.String
-	Jobs    flagval.Int
-	Only    flagval.String
+	Jobs     flagval.Int
+	Only     flagval.String
+	Parallel flagval.Int
 }
 
 // RegisterFlags adds the run options to fs.
@@ -28,6 +29,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Results, "results", "results folder (default: results/ in lab's checkout)")
 	fs.Var(&f.Jobs, "j", "make -j for kernel builds (default: host CPUs)")
 	fs.Var(&f.Only, "only", "boot only this variant (baseline or patched): for soak and debugging runs")
+	fs.Var(&f.Parallel, "parallel", "boots at once (default: the host's CPUs under icount, 1 under the wall clock, where more is a caveat)")
 }
 
 // Apply fills in opt from the flags that were given; root is lab's
@@ -36,6 +38,10 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	if f.Jobs.IsSet() && f.Jobs.V < 1 {
 		return fmt.Errorf("-j %d: want 1 or more build jobs", f.Jobs.V)
 	}
+	if f.Parallel.IsSet() && f.Parallel.V < 1 {
+		return fmt.Errorf("--parallel %d: want 1 or more boots at once", f.Parallel.V)
+	}
+	opt.Parallel = f.Parallel.V
 	switch f.Accel.V {
 	case "", "kvm", "tcg":
 	default:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,44 +17,101 @@ import (
 	"lab/internal/vm"
 )
 
-// measure boots every slot in order, saving results.json after each boot.
-// It returns the number of failed boots: a failed boot does not stop the
-// run, an interruption does.
+// measure boots every slot, shape after shape, saving results.json after
+// each boot. Within a shape whose plan allows it (icount: a boot's figures
+// are guest instructions, so guests side by side do not move them), up to
+// Parallel boots run at once; results keep the slots' order. It returns the
+// number of failed boots: a failed boot does not stop the run, an
+// interruption does.
 func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []Slot, art *Artifacts) (int, error) {
 	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(qmpDir)
-	announced := map[int]bool{}
 	failed := 0
-	for n, slot := range slots {
-		p := plans[slot.Plan]
-		if !announced[slot.Plan] {
-			announced[slot.Plan] = true
-			r.logf("%s, %s: %s (%s), %s clock; %s", p.Arch.Name, p.Shape, strings.ToUpper(p.Accel.Name), p.Accel.Reason, p.Clock, p.PinNote)
-			for _, c := range p.Caveats {
-				r.logf("caveat: %s", c)
+	for start := 0; start < len(slots); {
+		end := start
+		for end < len(slots) && slots[end].Plan == slots[start].Plan {
+			end++
+		}
+		p := plans[slots[start].Plan]
+		r.logf("%s, %s: %s (%s), %s clock; %s; %d boot(s) at a time", p.Arch.Name, p.Shape, strings.ToUpper(p.Accel.Name), p.Accel.Reason, p.Clock, p.PinNote, max(p.Parallel, 1))
+		for _, c := range p.Caveats {
+			r.logf("caveat: %s", c)
+		}
+		n, err := r.measureShape(ctx, p, slots, start, end, art, qmpDir)
+		failed += n
+		if err != nil {
+			return failed, err
+		}
+		start = end
+	}
+	return failed, nil
+}
+
+// booted is one finished boot of a shape.
+type booted struct {
+	boot  results.Boot
+	err   error
+	label string
+}
+
+// measureShape boots slots[start:end], all of one plan, up to p.Parallel at
+// a time. Boot numbers follow the slots, whatever order boots finish in.
+func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []Slot, start, end int, art *Artifacts, qmpDir string) (int, error) {
+	workers := min(max(p.Parallel, 1), end-start)
+	jobs := make(chan int)
+	done := make(chan booted)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for n := range jobs {
+				label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), slots[n].Variant)
+				qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", n+1))
+				b, err := r.boot(ctx, p, slots[n].Variant, art, n+1, qmp, label)
+				done <- booted{b, err, label}
+			}
+		}()
+	}
+	defer close(jobs)
+	failed, next, inflight := 0, start, 0
+	var interrupted string
+	for next < end || inflight > 0 {
+		var send chan<- int
+		if next < end && ctx.Err() == nil {
+			send = jobs // Ctrl-C: start no new boot, collect the running ones
+		} else if inflight == 0 {
+			break
+		}
+		select {
+		case send <- next:
+			next++
+			inflight++
+		case d := <-done:
+			inflight--
+			b, err := d.boot, d.err
+			if err != nil {
+				b.Fail(err)
+				failed++
+			}
+			r.run.Boots = append(r.run.Boots, b)
+			sort.SliceStable(r.run.Boots, func(i, j int) bool { return r.run.Boots[i].Index < r.run.Boots[j].Index })
+			if serr := r.save(); serr != nil {
+				return failed, serr
+			}
+			switch {
+			case ctx.Err() != nil:
+				interrupted = d.label
+				r.logf("%s: interrupted", d.label)
+			case err != nil:
+				r.logf("%s FAILED (%s): %v", d.label, b.Failure.Kind, err)
+			default:
+				r.logf("%s: %s in %.1fs (agent up after %.1fs)", d.label, summary(b), b.Outcome.Wall.Seconds(), b.Outcome.ToAgent.Seconds())
 			}
 		}
-		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), slot.Variant)
-		b, err := r.boot(ctx, p, slot.Variant, art, len(r.run.Boots)+1, filepath.Join(qmpDir, "qmp.sock"), label)
-		if err != nil {
-			b.Fail(err)
-			failed++
-		}
-		r.run.Boots = append(r.run.Boots, b)
-		if serr := r.save(); serr != nil {
-			return failed, serr
-		}
-		if ctx.Err() != nil {
-			return failed, fmt.Errorf("interrupted during %s: %w", label, ctx.Err())
-		}
-		if err != nil {
-			r.logf("%s FAILED (%s): %v", label, b.Failure.Kind, err)
-			continue
-		}
-		r.logf("%s: %s in %.1fs (agent up after %.1fs)", label, summary(b), b.Outcome.Wall.Seconds(), b.Outcome.ToAgent.Seconds())
+	}
+	if ctx.Err() != nil {
+		return failed, fmt.Errorf("interrupted during %s: %w", interrupted, ctx.Err())
 	}
 	return failed, nil
 }
@@ -68,7 +126,8 @@ func (r *Runner) boot(ctx context.Context, p ShapePlan, v variant.Variant, art *
 	if err != nil {
 		return results.Boot{Index: idx, Variant: v}, err
 	}
-	b := Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf}
+	b := Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf,
+		Results: func(n int) { r.received(idx, n) }}
 	return b.Run(ctx, p, kernel, initrd, v, idx, label)
 }
 
@@ -80,6 +139,9 @@ type Booter struct {
 	Boot          func(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error)
 	ConsoleExpect []string
 	Logf          func(format string, args ...any)
+	// Results, when set, hears how many benchmark results the boot has
+	// delivered so far.
+	Results func(n int)
 }
 
 // Run boots kernel with plan p as boot number idx. The returned Boot is
@@ -103,6 +165,10 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet,
+	}
+	if bt.Results != nil {
+		// Records are a hello, then one per benchmark result.
+		cfg.Records = func(n int) { bt.Results(max(n-1, 0)) }
 	}
 	bt.Logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
 	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })

@@ -49,6 +49,9 @@ type ShapePlan struct {
 	Oversubscribed bool          // more vCPUs than host CPUs
 	HostTopology   topology.Host
 	TSCkHz         int64 // for lpj= (see LPJ)
+	// Parallel is how many boots of this shape may run at once (see
+	// Parallelize); 0 or 1: one after the other.
+	Parallel int
 }
 
 // Tag names the shape in boot directories and labels: "2cpu", "16cpu-4node".
@@ -117,6 +120,31 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 		}
 	}
 	return plans, nil
+}
+
+// ParallelCaveat marks wall-clock figures of guests that ran side by side.
+const ParallelCaveat = "parallel wall-clock boots: %d guests ran at once and slowed each other; compare only within this run"
+
+// Parallelize sets how many boots of each shape run at once. asked is
+// --parallel (0: not given). icount shapes default to the host's CPUs: a
+// boot's figures are guest instructions, which another guest does not
+// change. Wall-clock shapes stay serial unless asked, and then carry a
+// caveat, since guests side by side measure each other.
+func Parallelize(plans []ShapePlan, asked, hostCPUs int) {
+	for i := range plans {
+		p := &plans[i]
+		switch {
+		case p.Clock == vm.ClockICount && asked == 0:
+			p.Parallel = max(hostCPUs, 1)
+		case p.Clock == vm.ClockICount:
+			p.Parallel = asked
+		case asked > 1:
+			p.Parallel = asked
+			p.Caveats = append(p.Caveats, fmt.Sprintf(ParallelCaveat, asked))
+		default:
+			p.Parallel = 1
+		}
+	}
 }
 
 // chooseClock applies the lab's measure setting: icount where it is sound

@@ -12,6 +12,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
+	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -149,8 +150,10 @@ func (r *Runner) kernel(ctx context.Context, tree *source.Tree, a arch.Arch, v v
 	if err != nil {
 		return results.Kernel{}, err
 	}
-	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log}
-	kern, err := k.Get(ctx, a, commit, fmt.Sprintf("%s/%s", a.Name, v))
+	label := fmt.Sprintf("%s/%s", a.Name, v)
+	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log, Progress: r.rep.Build}
+	kern, err := k.Get(ctx, a, commit, label)
+	r.rep.BuildDone(label)
 	kern.Variant = v
 	return kern, err
 }
@@ -166,6 +169,10 @@ type Kernels struct {
 	Fragments []string
 	Logf      func(format string, args ...any)
 	Log       io.Writer // make's output
+	// Progress, when set, hears how far a build is (objects compiled, and
+	// the count of the last build of the same directory); otherwise Logf
+	// gets a line every few seconds.
+	Progress func(label string, compiled, expected int, elapsed time.Duration)
 }
 
 // Get returns the kernel of commit for a. label names it in progress lines.
@@ -183,13 +190,11 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	b := &kbuild.Builder{
 		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log,
 		Progress: func(done, expected int, el time.Duration) {
-			pct := ""
-			// The last build of this directory is the best guess of this
-			// one's size, until this one outgrows it.
-			if expected > 0 && done < expected {
-				pct = fmt.Sprintf(" (~%d%% of the last build's %d)", 100*done/expected, expected)
+			if k.Progress != nil {
+				k.Progress(label, done, expected, el)
+				return
 			}
-			k.Logf("build %s: %d compiled%s, %s", label, done, pct, el.Round(time.Second))
+			k.Logf("%s", progress.BuildLine(label, done, expected, el))
 		},
 	}
 	start := time.Now()

@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"lab/internal/progress"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/spec"
@@ -34,11 +36,19 @@ type Options struct {
 	Out        io.Writer       // progress
 	Jobs       int             // make -j, 0 for host CPUs
 	Only       variant.Variant // boot only this variant (a soak or debugging run), "" for both
+	// Parallel is how many boots may run at once: 0 is the default, the
+	// host's CPUs for icount shapes (whose figures are instruction counts)
+	// and 1 under the wall clock (guests side by side measure each other).
+	Parallel int
 }
 
 // Runner holds one run's state.
 type Runner struct {
-	logs  []*os.File // build and initramfs logs, closed when the run ends
+	rep   progress.Reporter
+	mu    sync.Mutex  // guards got: boots run in parallel
+	got   map[int]int // benchmark results received, by boot
+	total int         // benchmark results the run expects
+	logs  []*os.File  // build and initramfs logs, closed when the run ends
 	opt   Options
 	lab   *spec.Lab
 	env   Env
@@ -47,8 +57,18 @@ type Runner struct {
 	start time.Time
 }
 
-func (r *Runner) logf(format string, args ...any) {
-	fmt.Fprintf(r.opt.Out, "[%6.1fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+func (r *Runner) logf(format string, args ...any) { r.rep.Logf(format, args...) }
+
+// received counts a boot's benchmark results, for the progress display.
+func (r *Runner) received(boot, results int) {
+	r.mu.Lock()
+	r.got[boot] = results
+	done := 0
+	for _, n := range r.got {
+		done += n
+	}
+	r.mu.Unlock()
+	r.rep.Measure(done, r.total)
 }
 
 // step logs a step and how long it took.
@@ -70,7 +90,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 
 func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run, string, error) {
 	lab := opt.Lab
-	r := &Runner{opt: opt, lab: lab, env: env, start: time.Now()}
+	r := &Runner{opt: opt, lab: lab, env: env, start: time.Now(), got: map[int]int{}}
+	r.rep = progress.New(opt.Out, r.start)
+	defer r.rep.Stop()
 	variants := variant.Both
 	if opt.Only != "" {
 		v, err := variant.Parse(string(opt.Only))
@@ -85,6 +107,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	if err != nil {
 		return nil, "", err
 	}
+	Parallelize(plans, opt.Parallel, host.CPUs)
 	if err := env.Check(lab); err != nil {
 		return nil, "", err
 	}
@@ -98,7 +121,12 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Host: hostInfo(host),
 		Claims: lab.Claims,
 	}
-	err = r.do(ctx, plans, Order(plans, lab.Matrix.Boots, variants))
+	slots := Order(plans, lab.Matrix.Boots, variants)
+	for _, s := range slots {
+		job := plans[s.Plan].Job
+		r.total += len(job.Benchmarks) * len(job.Producers)
+	}
+	err = r.do(ctx, plans, slots)
 	for _, f := range r.logs {
 		f.Close()
 	}

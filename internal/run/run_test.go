@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 // what boot(n, config) says, so the orchestration runs in milliseconds.
 type fakeEnv struct {
 	boot   func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error)
+	mu     sync.Mutex
 	booted []vm.Config
 }
 
@@ -43,9 +45,12 @@ func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 }
 
 func (f *fakeEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error) {
+	f.mu.Lock()
 	f.booted = append(f.booted, c)
+	n := len(f.booted)
+	f.mu.Unlock()
 	if f.boot != nil {
-		return f.boot(ctx, len(f.booted), c)
+		return f.boot(ctx, n, c)
 	}
 	return goodOutcome(c, 1e6), nil
 }
@@ -99,10 +104,11 @@ func kvmHost() Host {
 	return h
 }
 
+// runFake runs lab in the fake environment, one boot at a time.
 func runFake(t *testing.T, ctx context.Context, lab *spec.Lab, env *fakeEnv, only variant.Variant) (*results.Run, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	res, dir, err := runImpl(ctx, Options{Lab: lab, ResultsDir: t.TempDir(), Out: &out, Only: only, Command: []string{"lab", "run"}}, tcgHost(), env)
+	res, dir, err := runImpl(ctx, Options{Lab: lab, ResultsDir: t.TempDir(), Out: &out, Only: only, Command: []string{"lab", "run"}, Parallel: 1}, tcgHost(), env)
 	t.Logf("%s", out.String())
 	return res, dir, err
 }
@@ -245,6 +251,48 @@ func TestRunInterrupt(t *testing.T) {
 		t.Error("the interrupted boot lost what it had sent")
 	}
 	_ = res
+}
+
+// icount boots run side by side (the host's CPUs by default), and results
+// keep the interleaved order of the slots whatever order boots finish in.
+func TestRunParallelICount(t *testing.T) {
+	var mu sync.Mutex
+	running, most := 0, 0
+	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		// Later boots finish first.
+		time.Sleep(time.Duration(10-n) * 3 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return goodOutcome(c, 1e6), nil
+	}}
+	var out bytes.Buffer
+	res, _, err := runImpl(context.Background(), Options{Lab: fakeLab(4, 1), ResultsDir: t.TempDir(), Out: &out}, tcgHost(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most != 2 {
+		t.Errorf("%d boots at once on a 2-CPU host under icount, want 2", most)
+	}
+	for i, b := range res.Boots {
+		if b.Index != i+1 || (i%2 == 0) != (b.Variant == variant.Baseline) {
+			t.Errorf("boot %d at position %d: %s", b.Index, i, b.Variant)
+		}
+	}
+	// Wall clock: one at a time unless asked, and then with a caveat.
+	plans, _ := Plan(fakeLab(1, 2), tcgHost())
+	Parallelize(plans, 0, 2)
+	if plans[0].Parallel != 1 {
+		t.Errorf("wall clock: %d at once by default", plans[0].Parallel)
+	}
+	Parallelize(plans, 2, 2)
+	if plans[0].Parallel != 2 || !strings.Contains(strings.Join(plans[0].Caveats, " "), "parallel wall-clock boots") {
+		t.Errorf("wall clock, --parallel 2: %d, caveats %v", plans[0].Parallel, plans[0].Caveats)
+	}
 }
 
 // A run the host cannot carry out fails before it has a folder.

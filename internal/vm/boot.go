@@ -154,6 +154,9 @@ wait:
 					out.ToAgent = time.Since(start)
 					progress(fmt.Sprintf("agent up after %.1fs", out.ToAgent.Seconds()))
 				}
+				if c.Records != nil {
+					c.Records(countLines(c.ResultsPath()))
+				}
 			}
 			if time.Since(lastLife) > limit {
 				if out.ToAgent == 0 {
@@ -327,6 +330,15 @@ func ReadRecords(path string) ([]protocol.Record, error) {
 		recs = append(recs, r)
 	}
 	return recs, sc.Err()
+}
+
+// countLines counts the complete records in the results file.
+func countLines(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(data, []byte("\n"))
 }
 
 func (c Config) bootError(kind, reason string) error {

@@ -41,6 +41,9 @@ type Config struct {
 	// Pin maps vCPU i to host CPU Pin[i] once QMP names the vCPU threads;
 	// nil: not pinned.
 	Pin []int
+	// Records, when set, is told how many records the agent has sent so
+	// far, each time more arrive: for progress displays.
+	Records func(n int)
 }
 
 // ConsoleLog is the path of the boot's console log.
