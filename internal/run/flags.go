@@ -13,9 +13,9 @@ import (
 // Flags are the options of a run that are not part of the lab: where the
 // cache and results go, the accelerator, make's -j, one variant only.
 type Flags struct {
-	Accel   flagval.String
-	Cache   flagval.String
-	Results flagval.String
+	Accel    flagval.String
+	Cache    flagval.String
+	Results  flagval.String
 	Jobs     flagval.Int
 	Only     flagval.String
 	Parallel flagval.Int
