@@ -32,6 +32,7 @@ import (
 const usage = `usage:
   lab run LAB.yaml [flags]     build, boot and measure baseline against patched
   lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
+  lab build LAB.yaml [flags]   build every kernel and initramfs of a run into the cache, boot nothing
   lab report RUN-DIR [flags]   regenerate every report of a saved run from its results.json
   lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
   lab table RUN-DIR            print the report of a saved run again
@@ -72,6 +73,7 @@ func commands() []command {
 	return []command{
 		{"run", "build, boot and measure", runCommand},
 		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
+		{"build", "build a run's kernels and initramfs", buildCommand},
 		{"report", "regenerate a run's reports", reportCommand},
 		{"compare", "compare two runs", compareCommand},
 		{"table", "print a run's report", tableCommand},
@@ -163,6 +165,56 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// buildCommand builds a run's kernels and initramfs into the cache (for
+// boot jobs that run with --no-build on other hosts) and boots nothing.
+func buildCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
+	var labFlags spec.Flags
+	var runFlags run.Flags
+	labFlags.RegisterFlags(fs)
+	runFlags.RegisterFlags(fs)
+	return func(ctx context.Context, inv invocation) error {
+		if len(inv.args) != 1 {
+			return usagef("build takes one lab file, got %d", len(inv.args))
+		}
+		if runFlags.NoBuild.IsSet() || runFlags.Shard.IsSet() {
+			return usagef("build: --no-build and --shard are for lab run")
+		}
+		opt, err := runOptions(inv, &labFlags, &runFlags)
+		if err != nil {
+			return err
+		}
+		opt.BuildOnly = true
+		_, dir, err := run.Run(ctx, opt)
+		if err == nil {
+			fmt.Fprintf(inv.out, "built; boot with: lab run %s --no-build --cache %s\nbuild record: %s\n", inv.args[0], opt.CacheDir, dir)
+		}
+		return err
+	}
+}
+
+// runOptions loads the lab file with the flags applied and makes the run's
+// options.
+func runOptions(inv invocation, labFlags *spec.Flags, runFlags *run.Flags) (run.Options, error) {
+	lab, err := spec.Load(inv.args[0])
+	if err != nil {
+		return run.Options{}, err
+	}
+	if err := labFlags.Apply(lab); err != nil {
+		return run.Options{}, err
+	}
+	root, err := initramfs.ModuleRoot(".")
+	if err != nil {
+		if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
+			return run.Options{}, err
+		}
+	}
+	opt := run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
+	if err := runFlags.Apply(&opt, root); err != nil {
+		return run.Options{}, usageError{err.Error()}
+	}
+	return opt, nil
+}
+
 func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
@@ -177,22 +229,9 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if len(args) != 1 {
 			return usagef("run takes one lab file, got %d", len(args))
 		}
-		lab, err := spec.Load(args[0])
+		opt, err := runOptions(inv, &labFlags, &runFlags)
 		if err != nil {
 			return err
-		}
-		if err := labFlags.Apply(lab); err != nil {
-			return err
-		}
-		root, err := initramfs.ModuleRoot(".")
-		if err != nil {
-			if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
-				return err
-			}
-		}
-		opt := run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: out}
-		if err := runFlags.Apply(&opt, root); err != nil {
-			return usageError{err.Error()}
 		}
 		res, dir, err := run.Run(ctx, opt)
 		if err != nil && res != nil && dir != "" {

@@ -98,6 +98,13 @@ func (b *Builder) Lookup(in Inputs) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.LookupKey(key)
+}
+
+// LookupKey returns the cached kernel with key, or nil. The cache may have
+// moved (a shared cache mounted elsewhere): the image is looked for in the
+// entry's own folder.
+func (b *Builder) LookupKey(key string) (*Info, error) {
 	data, err := os.ReadFile(filepath.Join(b.kernelDir(key), "info.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -109,6 +116,8 @@ func (b *Builder) Lookup(in Inputs) (*Info, error) {
 		// Torn, from another recipe, or not this key's: not to be trusted.
 		return nil, b.evict(key, "unreadable or foreign info.json")
 	}
+	info.Image = filepath.Join(b.kernelDir(key), filepath.Base(info.Image))
+	info.Config = filepath.Join(b.kernelDir(key), filepath.Base(info.Config))
 	if sum, err := fileSHA256(info.Image); err != nil || sum != info.ImageSHA256 {
 		// A truncated or overwritten image is never booted.
 		return nil, b.evict(key, "image does not match its recorded sha256")

@@ -45,6 +45,17 @@ type Run struct {
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
+	// Shard is set when the run is one shard of a run spread over hosts
+	// (lab run --shard K/N): it holds only its share of the boots, and
+	// lab merge makes the whole run from the shards.
+	Shard *Shard `json:"shard,omitempty"`
+}
+
+// Shard is K of N, and how many boots this shard was to make.
+type Shard struct {
+	K     int `json:"k"`
+	N     int `json:"n"`
+	Boots int `json:"boots"`
 }
 
 // Source is the kernel source.

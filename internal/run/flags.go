@@ -19,6 +19,8 @@ type Flags struct {
 	Jobs     flagval.Int
 	Only     flagval.String
 	Parallel flagval.Int
+	Shard    flagval.String
+	NoBuild  flagval.Bool
 }
 
 // RegisterFlags adds the run options to fs.
@@ -29,6 +31,8 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Results, "results", "results folder (default: results/ in lab's checkout)")
 	fs.Var(&f.Jobs, "j", "make -j for kernel builds (default: host CPUs)")
 	fs.Var(&f.Only, "only", "boot only this variant (baseline or patched): for soak and debugging runs")
+	fs.Var(&f.Shard, "shard", "K/N: boot only this shard's pairs of boots (0 <= K < N); lab merge makes one run of the shards")
+	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
 	fs.Var(&f.Parallel, "parallel", "boots at once (default: the host's CPUs under icount, 1 under the wall clock, where more is a caveat)")
 }
 
@@ -42,6 +46,14 @@ func (f *Flags) Apply(opt *Options, root string) error {
 		return fmt.Errorf("--parallel %d: want 1 or more boots at once", f.Parallel.V)
 	}
 	opt.Parallel = f.Parallel.V
+	if f.Shard.IsSet() {
+		sh, err := ParseShard(f.Shard.V)
+		if err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+		opt.Shard = sh
+	}
+	opt.NoBuild = f.NoBuild.V
 	switch f.Accel.V {
 	case "", "kvm", "tcg":
 	default:

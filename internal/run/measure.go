@@ -66,9 +66,10 @@ func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []Slot, st
 	for w := 0; w < workers; w++ {
 		go func() {
 			for n := range jobs {
-				label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), slots[n].Variant)
-				qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", n+1))
-				b, err := r.boot(ctx, p, slots[n].Variant, art, n+1, qmp, label)
+				sl := slots[n]
+				label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
+				qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
+				b, err := r.boot(ctx, p, sl.Variant, art, sl.Index, qmp, label)
 				done <- booted{b, err, label}
 			}
 		}()

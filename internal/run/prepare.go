@@ -72,7 +72,25 @@ func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, pr
 	return vm.Boot(ctx, c, deadline, progress)
 }
 
+// Prepare builds what the boots need and records it in the cache (a
+// manifest per arch); with --no-build it takes it from the cache alone.
 func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
+	if r.opt.NoBuild {
+		art, err := loadManifests(r.opt.CacheDir, r.lab)
+		if err == nil {
+			r.logf("--no-build: %d kernels and %d initramfs images from %s", len(art.Kernels), len(art.Initramfs), r.opt.CacheDir)
+		}
+		return art, err
+	}
+	art, err := build(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return art, saveManifests(r.opt.CacheDir, r.lab, art)
+}
+
+// build makes the source, the variants, the kernels and the initramfs.
+func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	lab := r.lab
 	art := &Artifacts{}
 	var tree *source.Tree

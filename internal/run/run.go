@@ -40,6 +40,11 @@ type Options struct {
 	// host's CPUs for icount shapes (whose figures are instruction counts)
 	// and 1 under the wall clock (guests side by side measure each other).
 	Parallel int
+	// Shard is this run's share of the boots (lab run --shard K/N).
+	Shard Shard
+	// BuildOnly builds every kernel and initramfs and boots nothing (lab
+	// build); NoBuild boots only what the cache holds (lab run --no-build).
+	BuildOnly, NoBuild bool
 }
 
 // Runner holds one run's state.
@@ -112,8 +117,13 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		return nil, "", err
 	}
 	id := time.Now().UTC().Format("20060102-150405")
-	r.dir = filepath.Join(opt.ResultsDir, lab.Name, id)
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+	switch {
+	case opt.BuildOnly:
+		id = "build-" + id
+	case opt.Shard.N > 1:
+		id += fmt.Sprintf("-shard%d-of-%d", opt.Shard.K, opt.Shard.N)
+	}
+	if r.dir, id, err = newRunDir(filepath.Join(opt.ResultsDir, lab.Name), id); err != nil {
 		return nil, "", err
 	}
 	r.run = &results.Run{
@@ -121,7 +131,13 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Host: hostInfo(host),
 		Claims: lab.Claims,
 	}
-	slots := Order(plans, lab.Matrix.Boots, variants)
+	slots := opt.Shard.Pick(Order(plans, lab.Matrix.Boots, variants))
+	if opt.BuildOnly {
+		slots = nil
+	}
+	if opt.Shard.N > 1 {
+		r.run.Shard = &results.Shard{K: opt.Shard.K, N: opt.Shard.N, Boots: len(slots)}
+	}
 	for _, s := range slots {
 		job := plans[s.Plan].Job
 		r.total += len(job.Benchmarks) * len(job.Producers)
@@ -148,6 +164,10 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []Slot) error 
 	if err := r.save(); err != nil {
 		return err
 	}
+	if r.opt.BuildOnly {
+		r.logf("built: %s", r.dir)
+		return nil
+	}
 	failed, err := r.measure(ctx, plans, slots, art)
 	if err != nil {
 		return err
@@ -162,6 +182,26 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []Slot) error 
 		return fmt.Errorf("%d boot(s) failed; see the failures in %s", failed, filepath.Join(r.dir, "results.json"))
 	}
 	return nil
+}
+
+// newRunDir makes a run's folder under parent, named id, or id-2, id-3...
+// when another run (of the same lab, started the same second) has it.
+func newRunDir(parent, id string) (string, string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", "", err
+	}
+	name := id
+	for i := 2; ; i++ {
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, name, nil
+		}
+		if !os.IsExist(err) || i > 100 {
+			return "", "", err
+		}
+		name = fmt.Sprintf("%s-%d", id, i)
+	}
 }
 
 func (r *Runner) save() error {

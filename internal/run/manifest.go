@@ -1,0 +1,145 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"lab/internal/kbuild"
+	"lab/internal/results"
+	"lab/internal/series"
+	"lab/internal/spec"
+)
+
+// A manifest records what `lab build` (or any run that built) put in the
+// cache for one lab and arch: its kernels and initramfs, with their
+// provenance. `lab run --no-build` boots from it alone, so that boot jobs
+// on a cluster need neither the kernel source nor a compiler, only the
+// shared cache.
+
+// manifestKey identifies a lab's build for one arch: the lab file, the
+// series and the config fragments, by content.
+func manifestKey(lab *spec.Lab, archName string) (string, error) {
+	h := sha256.New()
+	data, err := os.ReadFile(lab.Path)
+	if err != nil {
+		return "", fmt.Errorf("manifest: %w", err)
+	}
+	fmt.Fprintf(h, "lab %x\narch %s\nmode %s\n", sha256.Sum256(data), archName, lab.Mode)
+	ser, err := series.Load(lab.SeriesDir())
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "series %s\n", ser.Hash())
+	frags := lab.Fragments(archName)
+	for _, f := range frags {
+		d, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "fragment %s %x\n", filepath.Base(f), sha256.Sum256(d))
+	}
+	src := lab.Source
+	fmt.Fprintf(h, "source %s %s %s\n", src.Tarball, src.Git, src.Base)
+	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// manifest is one arch's part of Artifacts.
+type manifest struct {
+	Source    results.Source    `json:"source"`
+	Series    results.Series    `json:"series"`
+	Kernels   []results.Kernel  `json:"kernels"`
+	Initramfs results.Initramfs `json:"initramfs"`
+}
+
+func manifestPath(cache, key string) string { return filepath.Join(cache, "manifests", key+".json") }
+
+// saveManifests records, per arch, what the run built.
+func saveManifests(cache string, lab *spec.Lab, art *Artifacts) error {
+	for _, a := range lab.Matrix.Arch {
+		key, err := manifestKey(lab, a)
+		if err != nil {
+			return err
+		}
+		m := manifest{Source: art.Source, Series: art.Series}
+		for _, k := range art.Kernels {
+			if k.Arch == a {
+				m.Kernels = append(m.Kernels, k)
+			}
+		}
+		for _, i := range art.Initramfs {
+			if i.Arch == a {
+				m.Initramfs = i
+			}
+		}
+		data, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return err
+		}
+		p := manifestPath(cache, key)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		tmp := p + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrNotBuilt says the cache lacks what --no-build needs.
+var ErrNotBuilt = errors.New("not in the cache: run `lab build` with the same lab file, flags and --cache first")
+
+// loadManifests gives the artifacts of the lab from the cache alone, and
+// checks every image against its recorded sha256.
+func loadManifests(cache string, lab *spec.Lab) (*Artifacts, error) {
+	art := &Artifacts{}
+	archs := append([]string(nil), lab.Matrix.Arch...)
+	sort.Strings(archs)
+	for _, a := range archs {
+		key, err := manifestKey(lab, a)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(manifestPath(cache, key))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--no-build: %s kernels of %s: %w", a, lab.Name, ErrNotBuilt)
+		} else if err != nil {
+			return nil, err
+		}
+		var m manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("--no-build: manifest %s: %w", manifestPath(cache, key), err)
+		}
+		b := &kbuild.Builder{CacheDir: cache}
+		for _, k := range m.Kernels {
+			info, err := b.LookupKey(k.Info.Key)
+			if err != nil {
+				return nil, err
+			}
+			if info == nil {
+				return nil, fmt.Errorf("--no-build: the %s/%s kernel (key %s) is gone from the cache or damaged: %w", k.Arch, k.Variant, k.Info.Key, ErrNotBuilt)
+			}
+			k.Info, k.Cached = *info, true
+			art.Kernels = append(art.Kernels, k)
+		}
+		// The cache may be mounted elsewhere than where it was built.
+		m.Initramfs.Path = filepath.Join(cache, "initramfs", filepath.Base(m.Initramfs.Path))
+		if _, err := os.Stat(m.Initramfs.Path); err != nil {
+			return nil, fmt.Errorf("--no-build: the %s initramfs %s: %w", a, m.Initramfs.Path, ErrNotBuilt)
+		}
+		m.Initramfs.Cached = true
+		art.Initramfs = append(art.Initramfs, m.Initramfs)
+		art.Source, art.Series = m.Source, m.Series
+	}
+	return art, nil
+}
