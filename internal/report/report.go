@@ -7,6 +7,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -82,6 +83,9 @@ func (r Row) Label() string {
 type Summary struct {
 	stats.Summary
 	Missing []string `json:"missing,omitempty"` // boots that ran but gave no figure, and why
+	// Pairs names, for each value, the pair its boot belongs to (host and
+	// round): the baseline and patched boots of a pair ran back to back.
+	Pairs []string `json:"-"`
 }
 
 // FailedBoot is a boot that delivered nothing, with the kind of failure.
@@ -109,6 +113,12 @@ type Table struct {
 	// DriftFloor is, per metric, how far a significantly moved control
 	// says non-series effects reach (wall clock): smaller changes are ~.
 	DriftFloor map[string]float64 `json:"drift_floor_pct,omitempty"`
+	// Hosts the boots ran on; with more than one, changes are judged on
+	// pairs (Paired): baseline and patched booted back to back on one host.
+	Hosts  []string `json:"hosts,omitempty"`
+	Paired bool     `json:"paired,omitempty"`
+	// PerHost is the spread of the headline row's pair ratios by host.
+	PerHost []string `json:"per_host,omitempty"`
 }
 
 // AllRows is the table's rows, rates first, then within-boot ratios.
@@ -161,6 +171,11 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 			continue
 		}
 		*t.Boots.Ptr(b.Variant)++
+		host := hostID(b)
+		if !slices.Contains(t.Hosts, host) {
+			t.Hosts = append(t.Hosts, host)
+		}
+		pair := fmt.Sprintf("%s round %d", host, b.Round)
 		for _, res := range b.Results {
 			row := t.row(res.Benchmark, res.Producers)
 			sum := row.Variants.Ptr(b.Variant)
@@ -172,9 +187,10 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 				sum.Missing = append(sum.Missing, fmt.Sprintf("boot %d: %s", b.Index, why))
 			} else {
 				sum.Values = append(sum.Values, protocol.Rate(res.Samples))
+				sum.Pairs = append(sum.Pairs, pair)
 			}
 		}
-		addRatios(t, b)
+		addRatios(t, b, pair)
 	}
 	var out []Table
 	for _, k := range order {
@@ -190,6 +206,9 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 			}
 		}
 		sortRows(t.Rows)
+		// Boots from several hosts: a host's speed would pass for the
+		// series' effect, so changes are judged on pairs.
+		t.Paired = len(t.Hosts) > 1
 		t.finish(driftFloor)
 		out = append(out, *t)
 	}
@@ -215,7 +234,7 @@ func sortRows(rows []Row) {
 
 // addRatios adds a boot's within-boot ratios, in the boot's own benchmark
 // order: scaling (results.Ratio) and probe ÷ probe-free.
-func addRatios(t *Table, b results.Boot) {
+func addRatios(t *Table, b results.Boot, pair string) {
 	scaling := map[[2]any]float64{}
 	for _, x := range b.Ratios() {
 		scaling[[2]any{x.Benchmark, x.Producers}] = x.Value
@@ -223,6 +242,7 @@ func addRatios(t *Table, b results.Boot) {
 	add := func(res protocol.Result, metric string, v float64) {
 		sum := t.ratioRow(res.Benchmark, res.Producers, metric).Variants.Ptr(b.Variant)
 		sum.Values = append(sum.Values, v)
+		sum.Pairs = append(sum.Pairs, pair)
 	}
 	for _, res := range b.Results {
 		if v, ok := scaling[[2]any{res.Benchmark, res.Producers}]; ok {
@@ -256,8 +276,16 @@ func (t *Table) finish(driftFloor bool) {
 	for _, rows := range both {
 		for i := range rows {
 			r := &rows[i]
-			r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, t.FloorPct)
+			if t.Paired {
+				base, pat := pairUp(r.Variants)
+				r.Change = stats.ComparePaired(base, pat, t.FloorPct)
+			} else {
+				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, t.FloorPct)
+			}
 		}
+	}
+	if t.Paired {
+		t.PerHost = perHost(t)
 	}
 	if t.Shape.ICount() {
 		return
@@ -296,6 +324,59 @@ func (t *Table) finish(driftFloor bool) {
 			}
 		}
 	}
+}
+
+// pairUp lines up the baseline and patched values of the same pairs.
+func pairUp(v variant.Pair[Summary]) (base, pat []float64) {
+	patOf := map[string]float64{}
+	for i, k := range v.Patched.Pairs {
+		patOf[k] = v.Patched.Values[i]
+	}
+	for i, k := range v.Baseline.Pairs {
+		if p, ok := patOf[k]; ok {
+			base, pat = append(base, v.Baseline.Values[i]), append(pat, p)
+		}
+	}
+	return base, pat
+}
+
+// perHost is the spread, host by host, of the pair ratios of the table's
+// largest non-control rate change: do the hosts agree?
+func perHost(t *Table) []string {
+	var top *Row
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		if !r.Control && !r.Change.NoData && (top == nil || math.Abs(r.Change.Pct) > math.Abs(top.Change.Pct)) {
+			top = r
+		}
+	}
+	if top == nil {
+		return nil
+	}
+	var out []string
+	for _, h := range t.Hosts {
+		var ratios []float64
+		patOf := map[string]float64{}
+		for i, k := range top.Variants.Patched.Pairs {
+			patOf[k] = top.Variants.Patched.Values[i]
+		}
+		for i, k := range top.Variants.Baseline.Pairs {
+			if p, ok := patOf[k]; ok && strings.HasPrefix(k, h+" round ") && top.Variants.Baseline.Values[i] > 0 {
+				ratios = append(ratios, p/top.Variants.Baseline.Values[i])
+			}
+		}
+		s := stats.Summarize(ratios)
+		out = append(out, fmt.Sprintf("%s: %d pairs, %s patched/baseline %.4f ± %.4f", h, s.N, top.Label(), s.Mean, s.Stddev))
+	}
+	return out
+}
+
+// hostID names the host a boot ran on (set on boots of merged runs).
+func hostID(b results.Boot) string {
+	if b.Host == nil {
+		return "this host"
+	}
+	return b.Host.ID()
 }
 
 func sigText(c stats.Change) string {
@@ -396,10 +477,13 @@ func tableName(t Table) string {
 func Notes(t Table) []string {
 	var out []string
 	minN := stats.MinN()
-	if t.Boots.Baseline < minN || t.Boots.Patched < minN {
+	switch {
+	case t.Paired:
+		// Said below, with the hosts.
+	case t.Boots.Baseline < minN || t.Boots.Patched < minN:
 		out = append(out, fmt.Sprintf("note: %d+%d boots cannot show any change as significant (p < %.2f needs %d boots per variant): every row is ~",
 			t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
-	} else {
+	default:
 		out = append(out, fmt.Sprintf("p: two-sided Mann-Whitney U over boots (one observation per boot); ~ = not significant at %.2f", stats.Alpha))
 	}
 	if t.FloorPct > 0 {
@@ -407,6 +491,13 @@ func Notes(t Table) []string {
 	}
 	for _, d := range t.Drift {
 		out = append(out, "drift: "+d)
+	}
+	if t.Paired {
+		out = append(out, fmt.Sprintf("paired: boots from %d hosts, so each change is the geometric mean of baseline/patched pairs booted back to back on one host, with a Wilcoxon signed-rank p (%d pairs at least for p < %.2f)",
+			len(t.Hosts), stats.MinPairs(), stats.Alpha))
+		for _, h := range t.PerHost {
+			out = append(out, "host "+h)
+		}
 	}
 	for _, f := range t.Failed {
 		out = append(out, fmt.Sprintf("failed: boot %d (%s): %s: %s", f.Index, f.Variant, f.Kind, f.Message))

@@ -7,6 +7,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/vm"
 )
@@ -94,5 +95,42 @@ func TestICountShowsMoreDigits(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Boots from two hosts, one 30 % faster: judged on pairs, the series' 3 %
+// shows; the hosts' spread is in the notes.
+func TestPairedAcrossHosts(t *testing.T) {
+	fast, slow := &results.Host{Name: "fast"}, &results.Host{Name: "slow"}
+	var boots []results.Boot
+	for i := 0; i < 12; i++ {
+		h, speed := fast, 1.3
+		if i >= 6 {
+			h, speed = slow, 1.0
+		}
+		round := i % 6
+		jitter := 1 + 0.002*float64(round%3)
+		b := boot(2*i+1, variant.Baseline, 1e6*speed*jitter)
+		p := boot(2*i+2, variant.Patched, 1.03e6*speed*jitter)
+		b.Round, p.Round = round, round
+		b.Host, p.Host = h, h
+		boots = append(boots, b, p)
+	}
+	tb := Tables(&results.Run{Lab: "t", Boots: boots})[0]
+	if !tb.Paired || len(tb.Hosts) != 2 || len(tb.PerHost) != 2 {
+		t.Fatalf("paired %v, hosts %v, per host %v", tb.Paired, tb.Hosts, tb.PerHost)
+	}
+	c := tb.Rows[0].Change
+	if c.Verdict != "faster" || c.Pct < 2.9 || c.Pct > 3.1 {
+		t.Errorf("paired change %+v, want +3 %%", c)
+	}
+	if c.Lo < 2.5 {
+		t.Errorf("paired interval [%.2f, %.2f]: pairs divide the hosts out", c.Lo, c.Hi)
+	}
+	if unpaired := stats.Compare(tb.Rows[0].Variants.Baseline.Values, tb.Rows[0].Variants.Patched.Values, 0); unpaired.Lo > 0 {
+		t.Errorf("unpaired %+v: the hosts' 30 %% should make its interval cover 0", unpaired)
+	}
+	if notes := strings.Join(Notes(tb), "\n"); !strings.Contains(notes, "fast: 6 pairs") || strings.Contains(notes, "Mann-Whitney") {
+		t.Errorf("notes: %v", Notes(tb))
 	}
 }

@@ -84,10 +84,19 @@ type Patch struct {
 
 // Host is the machine the run happened on.
 type Host struct {
+	Name     string `json:"name,omitempty"` // hostname
 	CPUModel string `json:"cpu_model"`
 	CPUs     int    `json:"cpus"`
 	Kernel   string `json:"kernel"`
 	GOARCH   string `json:"goarch"`
+}
+
+// ID names the host in reports: its name, or its CPU when unnamed.
+func (h Host) ID() string {
+	if h.Name != "" {
+		return h.Name
+	}
+	return fmt.Sprintf("%s ×%d, Linux %s", h.CPUModel, h.CPUs, h.Kernel)
 }
 
 // Kernel is one built kernel.
@@ -108,7 +117,13 @@ type Initramfs struct {
 
 // Boot is one boot of one variant.
 type Boot struct {
-	Index   int               `json:"index"` // 1-based, in boot order
+	Index int `json:"index"` // 1-based, in boot order
+	// Round is the i-th boot (from 0) of this variant in this shape: the
+	// baseline and patched boots of a round ran back to back on one host,
+	// a pair.
+	Round int `json:"round"`
+	// Host is set in runs merged from shards: the host this boot ran on.
+	Host    *Host             `json:"host,omitempty"`
 	Arch    string            `json:"arch"`
 	CPUs    int               `json:"cpus"`
 	Variant variant.Variant   `json:"variant"`

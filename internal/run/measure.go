@@ -70,6 +70,7 @@ func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []Slot, st
 				label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
 				qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
 				b, err := r.boot(ctx, p, sl.Variant, art, sl.Index, qmp, label)
+				b.Round = sl.Round
 				done <- booted{b, err, label}
 			}
 		}()

@@ -223,6 +223,7 @@ func (r *Runner) logWriter(name string) (io.Writer, error) {
 
 func hostInfo(h Host) results.Host {
 	out := results.Host{CPUs: h.CPUs, GOARCH: runtime.GOARCH, CPUModel: vm.HostCPUModel(h.VM.CPUInfo)}
+	out.Name, _ = os.Hostname()
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		out.Kernel = unix.ByteSliceToString(u.Release[:])
