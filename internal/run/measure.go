@@ -166,7 +166,7 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		LPJ: p.LPJ(kernel.Info.HZ()), Oversubscribed: p.Oversubscribed,
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
-		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet,
+		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,
 	}
 	if bt.Results != nil {
 		// Records are a hello, then one per benchmark result.

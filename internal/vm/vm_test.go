@@ -247,3 +247,21 @@ func TestOversubscribedTCGWaitsLongerForRCU(t *testing.T) {
 		}
 	}
 }
+
+// The console prints warnings and worse (what the console scan looks for),
+// everything only when a lab expects KERN_INFO lines (KUnit): printing to
+// the emulated UART costs boot time.
+func TestConsoleLevel(t *testing.T) {
+	x86 := mustArch(t, "x86_64")
+	for _, verbose := range []bool{false, true} {
+		c := Config{Arch: x86, Accel: Accel{Name: TCG}, Clock: ClockWall, Verbose: verbose}
+		line, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "loglevel=5", true: "loglevel=7"}[verbose]
+		if !strings.Contains(line, want) {
+			t.Errorf("verbose %v: %q lacks %s", verbose, line, want)
+		}
+	}
+}
