@@ -37,6 +37,7 @@ const usage = `usage:
   lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
   lab table RUN-DIR            print the report of a saved run again
   lab benchmarks               the guest benchmarks lab can run
+  lab host [--kvm ARCH]        the accelerator each arch's guests get here, and why
   lab help COMMAND             a command's flags
 `
 
@@ -78,6 +79,7 @@ func commands() []command {
 		{"compare", "compare two runs", compareCommand},
 		{"table", "print a run's report", tableCommand},
 		{"benchmarks", "list the guest benchmarks", benchmarksCommand},
+		{"host", "what this host can run, and how", hostCommand},
 	}
 }
 

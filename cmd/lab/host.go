@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"lab/internal/arch"
+	"lab/internal/flagval"
+	"lab/internal/run"
+	"lab/internal/vm"
+)
+
+// hostCommand says what this host can run: per arch, the accelerator lab
+// would use and why. With --kvm ARCH it exits 0 only when KVM can run that
+// arch's guests (scripts/demo asks it).
+func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
+	var kvm flagval.String
+	fs.Var(&kvm, "kvm", "exit 0 only when KVM can run guests of this arch here")
+	return func(ctx context.Context, inv invocation) error {
+		if len(inv.args) != 0 {
+			return usagef("host takes no arguments")
+		}
+		h := run.ReadHost("")
+		if kvm.IsSet() {
+			a, err := arch.Lookup(kvm.V)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			accel, err := vm.ChooseAccel(h.VM, a)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(inv.out, "%s: %s (%s)\n", a.Name, strings.ToUpper(accel.Name), accel.Reason)
+			if accel.Name != vm.KVM {
+				return codeError{exitError, fmt.Errorf("no KVM for %s guests here", a.Name)}
+			}
+			return nil
+		}
+		fmt.Fprintf(inv.out, "host: %d CPUs, %d NUMA node(s), TSC %d kHz\n", h.CPUs, len(h.Topology.Nodes), h.TSCkHz)
+		for _, name := range arch.Names() {
+			a, _ := arch.Lookup(name)
+			accel, err := vm.ChooseAccel(h.VM, a)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(inv.out, "%s guests: %s (%s)\n", name, strings.ToUpper(accel.Name), accel.Reason)
+		}
+		return nil
+	}
+}
