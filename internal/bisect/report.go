@@ -77,7 +77,7 @@ func Headline(r *results.Run) string {
 	}
 	d := digits(bi)
 	where := shapeText(r)
-	ends := fmt.Sprintf("%s %s between the ends (%s)", bi.Figure, pctCI(bi.Change, d), where)
+	ends := fmt.Sprintf("%s %s between the ends (%s)", bi.Figure, changeText(bi, bi.Change), where)
 	steps, boots := measuredSteps(bi), bi.Boots
 	n := len(bi.Steps) - 1
 	cost := fmt.Sprintf("%d steps and %d boots for %d patches (⌈log2 n⌉ + 2 = %d steps)", steps, boots, n, int(math.Ceil(math.Log2(float64(max(n, 1)))))+2)
@@ -96,7 +96,7 @@ func Headline(r *results.Run) string {
 	case Found:
 		c := bi.Steps[bi.Culprit]
 		return fmt.Sprintf("lab bisect: %s; culprit: step %d, %s: %s on its own, %.0f %% of the change. %s.",
-			ends, c.Index, stepName(c), pctCI(bi.Own, d), 100*bi.Explains, cost)
+			ends, c.Index, stepName(c), changeText(bi, bi.Own), 100*bi.Explains, cost)
 	case Range:
 		return fmt.Sprintf("lab bisect: %s; the culprit is one of steps %d..%d (%s): the steps between could not be measured. %s.",
 			ends, bi.First, bi.Culprit, namesOf(bi, bi.First, bi.Culprit), cost)
@@ -135,6 +135,20 @@ func digits(bi *results.Bisect) int {
 		return 3
 	}
 	return 1
+}
+
+// changeText is a change as this bisect judged it: under icount against
+// the controls' floor (p cannot reach 0.05 with one or two boots a step),
+// under the wall clock with its interval and p.
+func changeText(bi *results.Bisect, c stats.Change) string {
+	if bi.Clock == vm.ClockICount && !c.NoData {
+		beyond := "beyond"
+		if math.Abs(c.Pct) <= bi.FloorPct {
+			beyond = "within"
+		}
+		return fmt.Sprintf("%+.3f %% (%s the %.3f %% icount floor)", c.Pct, beyond, bi.FloorPct)
+	}
+	return pctCI(c, digits(bi))
 }
 
 func pctCI(c stats.Change, d int) string {
@@ -221,7 +235,7 @@ func stepRows(r *results.Run) []stepRow {
 		if st.Index > 0 {
 			if own, ok := ownChange(bi, st.Index); ok {
 				row.Own = pctCI(own, d)
-				if len(valuesOf(bi, st.Index)) < 2 {
+				if len(valuesOf(bi, st.Index)) < 2 || bi.Clock == vm.ClockICount {
 					row.Own = pctText(own, d)
 				}
 			}
@@ -371,7 +385,7 @@ func JUnit(r *results.Run) *report.JUnitSuite {
 			SystemOut: fmt.Sprintf("figure %s; own change %s; verdict %s", row.Figure, row.Own, row.Verdict)}
 		switch {
 		case row.Culprit:
-			c.Failure = &report.JUnitMessage{Message: "culprit: " + pctCI(bi.Own, digits(bi)), Text: Headline(r)}
+			c.Failure = &report.JUnitMessage{Message: "culprit: " + changeText(bi, bi.Own), Text: Headline(r)}
 		case strings.HasPrefix(row.Verdict, Skipped), row.Verdict == Untested:
 			c.Skip = &report.JUnitMessage{Message: row.Verdict}
 		}

@@ -365,13 +365,20 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 	return kern.Info.ImageSHA256, b.run.Write(b.dir)
 }
 
-// blame names, for a step that does not compile, the compiler's file and
-// line and the patch that last touched that file.
+// blame says why a step does not compile, first line first: the
+// compiler's error (file and line, relative to the tree) and the patch that
+// last touched that file; make's output follows.
 func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) string {
 	msg := be.Err.Error()
-	file := compilerFile(msg)
-	if file == "" {
+	m := compilerError.FindStringSubmatch(msg)
+	if m == nil {
 		return msg
+	}
+	file := compilerFile(msg)
+	where := strings.TrimPrefix(m[0], m[1]) // ":2466:25: error:"
+	line := m[0]
+	if i := strings.Index(msg, m[0]); i >= 0 {
+		line, _, _ = strings.Cut(msg[i:], "\n")
 	}
 	for j := k; j >= 1; j-- {
 		changed, err := b.tree.Changed(ctx, b.steps[j-1].Commit, b.steps[j].Commit)
@@ -380,11 +387,11 @@ func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) stri
 		}
 		for _, c := range changed {
 			if sameFile(file, c) {
-				return fmt.Sprintf("%s\n%s (step %d) touched %s", msg, b.steps[j].Name, j, c)
+				return fmt.Sprintf("%s%s%s (%s touched %s)\n%s", c, where, strings.TrimPrefix(line, m[0]), b.steps[j].Name, c, msg)
 			}
 		}
 	}
-	return msg
+	return line + "\n" + msg
 }
 
 func (b *bisector) variantOf(k int) variant.Variant {
@@ -425,7 +432,7 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	defer os.RemoveAll(qmpDir)
 	booter := run.Booter{Dir: b.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
 	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
-	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.initrd, "", idx, label)
+	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.initrd, "", idx, fmt.Sprintf("step%02d", k), label)
 	boot.Variant = b.variantOf(k)
 	if err != nil {
 		boot.Fail(err)

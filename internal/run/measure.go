@@ -130,7 +130,7 @@ func (r *Runner) boot(ctx context.Context, p ShapePlan, v variant.Variant, art *
 	}
 	b := Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf,
 		Results: func(n int) { r.received(idx, n) }}
-	return b.Run(ctx, p, kernel, initrd, v, idx, label)
+	return b.Run(ctx, p, kernel, initrd, v, idx, string(v), label)
 }
 
 // Booter boots kernels into a run's folder and checks what each boot
@@ -146,16 +146,13 @@ type Booter struct {
 	Results func(n int)
 }
 
-// Run boots kernel with plan p as boot number idx. The returned Boot is
-// filled in as far as the boot got; the error is a *vm.BootError when the
-// kernel is at fault.
-func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, label string) (results.Boot, error) {
+// Run boots kernel with plan p as boot number idx, into a folder named
+// after idx and name (the variant, or a bisect's step). The returned Boot
+// is filled in as far as the boot got; the error is a *vm.BootError when
+// the kernel is at fault.
+func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, name, label string) (results.Boot, error) {
 	shape := p.Shape
 	hostTopo := p.HostTopology
-	name := string(v)
-	if name == "" {
-		name = label
-	}
 	rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%s-%s", idx, p.Arch.Name, p.Tag(), pathSafe(name)))
 	b := results.Boot{
 		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: p.Accel, Clock: p.Clock,
