@@ -10,24 +10,30 @@ import (
 	"strings"
 )
 
-// Parse reads a CPU list into ascending CPU numbers.
-func Parse(s string) ([]int, error) {
+// MaxCPU is the largest CPU number Parse accepts: the kernel's largest
+// NR_CPUS is 8192 (x86 MAXSMP), so no /sys file or guest has CPU 8192. A
+// bound is what keeps "0-99999999" from filling memory one CPU at a time.
+const MaxCPU = 8191
+
+// Parse reads a CPU list into ascending CPU numbers, none above MaxCPU.
+func Parse(s string) ([]int, error) { return ParseMax(s, MaxCPU) }
+
+// ParseMax reads a CPU list whose CPUs are at most last (a guest's last
+// vCPU), rejecting a larger one before expanding its range.
+func ParseMax(s string, last int) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
 	}
+	last = min(last, MaxCPU)
 	seen := map[int]bool{}
 	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad CPU %q", s, lo)
+		a, b, err := parseRange(part)
+		if err != nil {
+			return nil, fmt.Errorf("cpu list %q: %v", s, err)
 		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
+		if b > last {
+			return nil, fmt.Errorf("cpu list %q: CPU %d is past the last CPU, %d: write CPUs within 0-%d", s, b, last, last)
 		}
 		for c := a; c <= b; c++ {
 			seen[c] = true
@@ -39,6 +45,22 @@ func Parse(s string) ([]int, error) {
 	}
 	sort.Ints(out)
 	return out, nil
+}
+
+// parseRange reads "N" or "N-M" (N <= M).
+func parseRange(part string) (lo, hi int, err error) {
+	l, h, isRange := strings.Cut(part, "-")
+	lo, err = strconv.Atoi(l)
+	if err != nil || lo < 0 {
+		return 0, 0, fmt.Errorf("bad CPU %q (write e.g. 0-3,8)", l)
+	}
+	if !isRange {
+		return lo, lo, nil
+	}
+	if hi, err = strconv.Atoi(h); err != nil || hi < lo {
+		return 0, 0, fmt.Errorf("bad range %q (write FIRST-LAST, e.g. 0-3)", part)
+	}
+	return lo, hi, nil
 }
 
 // Format writes CPU numbers as a list with ranges.

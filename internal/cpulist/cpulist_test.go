@@ -2,6 +2,7 @@ package cpulist
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -30,9 +31,33 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("Format(%v) = %q, want %q", got, f, tc.format)
 		}
 	}
-	for _, bad := range []string{"a", "3-1", "1-", "-1", "1,,2"} {
+	for _, bad := range []string{"a", "3-1", "1-", "-1", "1,,2", "8192", "0-99999999", "0-9223372036854775807"} {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("Parse(%q): want an error", bad)
+		}
+	}
+}
+
+// A range past the last CPU is rejected before it is expanded: "0-99999999"
+// once took minutes and gigabytes.
+func TestParseMax(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		last int
+		want string // error substring, "" for none
+	}{
+		{"0-3", 3, ""},
+		{"0-4", 3, `CPU 4 is past the last CPU, 3: write CPUs within 0-3`},
+		{"0-99999999", 1, `CPU 99999999 is past the last CPU, 1`},
+		{"0-99999999", 1 << 40, `past the last CPU, 8191`},
+		{"x", 3, `bad CPU "x"`},
+	} {
+		_, err := ParseMax(tc.in, tc.last)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("ParseMax(%q, %d): %v", tc.in, tc.last, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("ParseMax(%q, %d) = %v, want %q", tc.in, tc.last, err, tc.want)
 		}
 	}
 }

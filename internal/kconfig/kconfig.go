@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -23,41 +24,108 @@ type Option struct {
 	Line  int
 }
 
-// ParseFragment reads CONFIG_X=v and "# CONFIG_X is not set" lines.
+// ParseFragment reads CONFIG_X=v and "# CONFIG_X is not set" lines; any
+// other line that is not a comment or blank is an error naming
+// fragment:line, since merge_config.sh would drop it without a word.
 func ParseFragment(path string) ([]Option, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	opts, err := parse(f, path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	return parse(string(data), path)
+}
+
+// parse reads a fragment's lines. It splits on \n itself: bufio.Scanner
+// would drop a \r that merge_config.sh's sed expressions do not.
+func parse(data, file string) ([]Option, error) {
+	var opts []Option
+	first := map[string]int{} // option name -> line it was first set
+	lines := strings.Split(strings.TrimSuffix(data, "\n"), "\n")
+	for i, l := range lines {
+		n := i + 1
+		o, ok, err := parseLine(l)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, n, err)
+		}
+		if !ok {
+			continue
+		}
+		if at, dup := first[o.Name]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is already set at line %d: keep one of the two lines", file, n, o.Name, at)
+		}
+		first[o.Name] = n
+		o.File, o.Line = file, n
+		opts = append(opts, o)
 	}
 	return opts, nil
 }
 
-func parse(r io.Reader, file string) ([]Option, error) {
-	var opts []Option
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		l := strings.TrimSpace(sc.Text())
-		switch {
-		case strings.HasPrefix(l, "# CONFIG_") && strings.HasSuffix(l, " is not set"):
-			name := strings.TrimSuffix(strings.TrimPrefix(l, "# "), " is not set")
-			opts = append(opts, Option{Name: name, Value: "n", File: file, Line: n})
-		case strings.HasPrefix(l, "CONFIG_"):
-			k, v, ok := strings.Cut(l, "=")
-			if !ok {
-				return nil, fmt.Errorf("line %d: %q is not CONFIG_NAME=value", n, l)
-			}
-			opts = append(opts, Option{Name: k, Value: v, File: file, Line: n})
-		case l == "" || strings.HasPrefix(l, "#"):
-		default:
-			return nil, fmt.Errorf("line %d: %q is not a config line", n, l)
+const lineHelp = `write CONFIG_NAME=y, =m, =n, ="text", =123 or =0x1f, or "# CONFIG_NAME is not set"`
+
+// parseLine reads one line: ok is false for comments and blank lines.
+func parseLine(l string) (o Option, ok bool, err error) {
+	switch {
+	case strings.HasSuffix(l, "\r"):
+		return o, false, fmt.Errorf("Windows (CRLF) line ending: kconfig reads the \\r as part of the value; convert the file with dos2unix")
+	case strings.TrimSpace(l) == "":
+		return o, false, nil
+	case strings.HasPrefix(l, "# CONFIG_") && strings.HasSuffix(l, " is not set"):
+		name := strings.TrimSuffix(strings.TrimPrefix(l, "# "), " is not set")
+		if !validName(name) {
+			return o, false, fmt.Errorf("%q is not an option name (CONFIG_ and then letters, digits and _)", name)
+		}
+		return Option{Name: name, Value: "n"}, true, nil
+	case strings.HasPrefix(l, "#"):
+		return o, false, nil
+	case l != strings.TrimLeft(l, " \t"):
+		return o, false, fmt.Errorf("%q starts with blanks, which merge_config.sh does not read: start the line with CONFIG_ or #", l)
+	case !strings.HasPrefix(l, "CONFIG_"):
+		return o, false, fmt.Errorf("%q is not a config line: %s", l, lineHelp)
+	}
+	k, v, found := strings.Cut(l, "=")
+	if !found {
+		return o, false, fmt.Errorf("%q has no =: %s", l, lineHelp)
+	}
+	if !validName(k) {
+		return o, false, fmt.Errorf("%q is not an option name (CONFIG_ and then letters, digits and _, with no blanks around =): %s", k, lineHelp)
+	}
+	if !validValue(v) {
+		return o, false, fmt.Errorf("%s=%s: %q is not a Kconfig value: %s", k, v, v, lineHelp)
+	}
+	return Option{Name: k, Value: v}, true, nil
+}
+
+func validName(name string) bool {
+	rest, ok := strings.CutPrefix(name, "CONFIG_")
+	return ok && rest != "" && strings.Trim(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == ""
+}
+
+// validValue accepts what kconfig reads back from a .config: a tristate, a
+// quoted string (with \" and \\ escapes), a decimal or a 0x hex number.
+func validValue(v string) bool {
+	switch {
+	case v == "y" || v == "m" || v == "n":
+		return true
+	case strings.HasPrefix(v, `"`):
+		return quoted(v)
+	case strings.HasPrefix(v, "0x") || strings.HasPrefix(v, "0X"):
+		return len(v) > 2 && strings.Trim(v[2:], "0123456789abcdefABCDEF") == ""
+	}
+	_, err := strconv.ParseInt(v, 10, 64)
+	return err == nil
+}
+
+// quoted reports whether v is one double-quoted string and nothing after it.
+func quoted(v string) bool {
+	for i := 1; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '"':
+			return i == len(v)-1
 		}
 	}
-	return opts, sc.Err()
+	return false
 }
 
 // Values reads a final .config into a map; options that are not set are "n".
@@ -223,8 +291,10 @@ func blockDeps(path string, start int) string {
 	return strings.Join(deps, ", ")
 }
 
-// Merge writes buildDir/.config: tinyconfig, then the fragments merged with
-// scripts/kconfig/merge_config.sh, then olddefconfig; and verifies it.
+// Merge writes buildDir/.config: it checks the fragments' options against
+// the tree's Kconfig symbols (CheckSymbols), then makes tinyconfig, merges
+// the fragments with scripts/kconfig/merge_config.sh, runs olddefconfig
+// and verifies the result.
 func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
 	run := func(name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -237,6 +307,11 @@ func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []s
 	}
 	mk := func(target string) error {
 		return run("make", append(append([]string{"O=" + buildDir}, makeArgs...), target)...)
+	}
+	// An option the tree does not know would be dropped by olddefconfig
+	// and reported only after it; say so before running make at all.
+	if err := CheckSymbols(srcDir, fragments); err != nil {
+		return err
 	}
 	if err := mk("tinyconfig"); err != nil {
 		return err

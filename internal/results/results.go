@@ -3,8 +3,12 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -210,15 +214,38 @@ func (r *Run) Write(dir string) error {
 	return os.Rename(tmp, filepath.Join(dir, "results.json"))
 }
 
-// Load reads a results.json, refusing versions this lab does not know.
+// Load reads a results.json, refusing versions this lab does not know and
+// files that are not a lab run's: another tool's JSON, a truncated copy, a
+// run stopped before its first boot, figures no run can have.
 func Load(path string) (*Run, error) {
 	data, err := os.ReadFile(path)
+	var pe *fs.PathError
+	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: not a lab run folder (no results.json: %w)", filepath.Dir(path), pe.Err)
+	}
 	if err != nil {
 		return nil, err
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: empty file: not a lab results file", path)
+	}
 	var r Run
 	if err := json.Unmarshal(data, &r); err != nil {
+		// Said without Go types: where the file stops being a results file.
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se) && se.Offset < int64(len(data)):
+			return nil, fmt.Errorf("%s: not JSON (at byte %d: %v): not a lab results file", path, se.Offset, se)
+		case errors.As(err, &se) || err.Error() == "unexpected end of JSON input":
+			return nil, fmt.Errorf("%s: cut off after %d bytes: not a whole results file (a copy that did not finish?)", path, len(data))
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("%s: not a lab results file: %s holds a %s, which lab never writes there", path, te.Field, te.Value)
+		}
 		return nil, fmt.Errorf("%s: not a lab results file: %w", path, err)
+	}
+	if r.Lab == "" {
+		return nil, fmt.Errorf("%s: not a lab results file: it has no \"lab\" field (another tool's JSON?)", path)
 	}
 	switch r.Schema {
 	case Schema:
@@ -238,6 +265,41 @@ func Load(path string) (*Run, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
+	}
+	if len(r.Boots) == 0 {
+		// A run saves results.json before its first boot: while it runs
+		// (no finish time yet) that file is what there is.
+		if r.Finished.IsZero() {
+			return &r, nil
+		}
+		return nil, fmt.Errorf("%s: run %s of lab %s has no boots: it stopped before its first boot; its logs are in %s", path, r.RunID, r.Lab, filepath.Dir(path))
+	}
+	// What no boot can have: a producer count below 1, a rate or an
+	// interval that is negative or not a number; and no run has only boots
+	// that neither delivered nor failed.
+	empty := 0
+	for _, b := range r.Boots {
+		if b.OK() && len(b.Results) == 0 {
+			empty++
+		}
+		for _, res := range b.Results {
+			samples := append(append([]protocol.Sample(nil), res.Warmup...), res.Samples...)
+			if res.ProbeFree != nil {
+				samples = append(samples, *res.ProbeFree)
+			}
+			where := fmt.Sprintf("%s: boot %d (%s, %s): %s at %d producers", path, b.Index, b.Arch, b.Variant, res.Benchmark, res.Producers)
+			if res.Producers < 1 {
+				return nil, fmt.Errorf("%s: no boot runs fewer than 1 producer: not figures a lab run writes", where)
+			}
+			for _, s := range samples {
+				if s.IntervalNS <= 0 || s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
+					return nil, fmt.Errorf("%s has a sample of %d ns at rate %g: not figures a lab run writes", where, s.IntervalNS, s.Rate)
+				}
+			}
+		}
+	}
+	if empty == len(r.Boots) {
+		return nil, fmt.Errorf("%s: none of the %d boots of run %s has results or a failure: not a lab run's record (edited, or cut short?)", path, empty, r.RunID)
 	}
 	return &r, nil
 }

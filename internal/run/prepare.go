@@ -12,6 +12,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
+	"lab/internal/kconfig"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/series"
@@ -104,10 +105,20 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	defer tree.Close()
 	art.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
 	r.logf("source: Linux %s, %s", tree.Version, tree.Desc)
+	// An option the tree does not know fails here, naming its fragment
+	// line, before any patch is applied or file compiled.
+	for _, a := range lab.Matrix.Arch {
+		if err := kconfig.CheckSymbols(tree.Dir, lab.Fragments(a)); err != nil {
+			return nil, err
+		}
+	}
 
 	ser, err := series.Load(lab.SeriesDir())
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range ser.Notes {
+		r.logf("series: %s", n)
 	}
 	var commits variant.Pair[string]
 	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {

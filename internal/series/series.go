@@ -4,14 +4,19 @@ package series
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"regexp"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"lab/internal/gitcmd"
 )
@@ -22,6 +27,9 @@ type Patch struct {
 	Name    string // file name, e.g. 0001-uprobes-....patch
 	Subject string // the Subject: header, without [PATCH n/m]
 	SHA256  string
+	// CRLF: every line ends in \r\n, as a mail client may save a patch;
+	// Apply and Revert feed git a copy with \n endings.
+	CRLF bool
 }
 
 // Series is an ordered list of patches.
@@ -29,10 +37,32 @@ type Series struct {
 	Name    string
 	Dir     string
 	Patches []Patch
+	// Notes are what Load skipped and why (a cover letter), for the
+	// caller to show.
+	Notes []string
 }
 
-// Load reads every *.patch, *.mbox, *.diff and *.eml file of dir, in name order.
+// patchExts are the file names a series folder may hold.
+var patchExts = []string{".patch", ".mbox", ".mbx", ".diff", ".eml"}
+
+// Load reads a series folder: every file must be a patch (git format-patch
+// output or one mail of an mbox), applied in name order. Hidden files
+// (.gitkeep, an editor's swap file) are ignored: nobody means them as a
+// patch. Every other file that is not a patch (a README, a .orig or .rej
+// left by patch(1), a quilt "series" file) is an error naming it, since
+// skipping it silently could drop a patch the user meant. A cover letter
+// (0000-*.patch, or a "[PATCH 0/n]" mail without a diff) is skipped with a
+// note in Notes.
 func Load(dir string) (*Series, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("series folder %s does not exist", dir)
+	case err != nil:
+		return nil, fmt.Errorf("series folder: %w", err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("series %s is a file: a series is a folder of patches (git format-patch -o FOLDER)", dir)
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read series: %w", err)
@@ -42,30 +72,88 @@ func Load(dir string) (*Series, error) {
 		return nil, err
 	}
 	s := &Series{Name: filepath.Base(abs), Dir: abs}
-	for _, e := range ents {
-		switch filepath.Ext(e.Name()) {
-		case ".patch", ".mbox", ".diff", ".eml":
-		default:
+	for _, e := range ents { // ReadDir sorts by name: the order patches apply in
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		p := filepath.Join(abs, e.Name())
-		data, err := os.ReadFile(p)
+		if !e.Type().IsRegular() {
+			return nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), no folders or links", p, strings.Join(patchExts, ", "))
+		}
+		if !slices.Contains(patchExts, filepath.Ext(e.Name())) {
+			return nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), applied in name order; move it out of the folder", p, strings.Join(patchExts, ", "))
+		}
+		patch, note, err := readPatch(p)
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(data)
-		subj := subject(string(data))
-		if subj == "" {
-			return nil, fmt.Errorf("%s: no Subject: header (write patches with git format-patch)", p)
+		if note != "" {
+			s.Notes = append(s.Notes, note)
+			continue
 		}
-		s.Patches = append(s.Patches, Patch{Path: p, Name: e.Name(), Subject: subj, SHA256: hex.EncodeToString(sum[:])})
+		s.Patches = append(s.Patches, patch)
 	}
-	sort.Slice(s.Patches, func(i, j int) bool { return s.Patches[i].Name < s.Patches[j].Name })
 	if len(s.Patches) == 0 {
-		return nil, fmt.Errorf("series %s: no .patch/.mbox files", dir)
+		return nil, fmt.Errorf("series folder %s has no patches: put the series there with git format-patch -o %s BASE..TIP", dir, dir)
 	}
 	return s, nil
 }
+
+// readPatch reads one patch file; a cover letter gives a note instead.
+func readPatch(p string) (Patch, string, error) {
+	name := filepath.Base(p)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return Patch{}, "", err
+	}
+	text := string(data)
+	crlf := strings.Count(text, "\n") > 0 && strings.Count(text, "\n") == strings.Count(text, "\r\n")
+	if crlf {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+	}
+	switch {
+	case len(data) == 0:
+		return Patch{}, "", fmt.Errorf("%s: empty file: not a patch", p)
+	case !utf8.Valid(data) || strings.ContainsRune(text, 0):
+		return Patch{}, "", fmt.Errorf("%s: not a text file: not a patch", p)
+	case mails(text) > 1:
+		return Patch{}, "", fmt.Errorf("%s: holds %d mails: lab applies one patch per file; split it with git mailsplit -o FOLDER %s", p, mails(text), name)
+	}
+	subj := subject(text)
+	diff := hasDiff(text)
+	switch {
+	case !diff && (strings.HasPrefix(name, "0000-") || coverSubject(text)):
+		return Patch{}, fmt.Sprintf("%s: cover letter (no diff), skipped", name), nil
+	case subj == "":
+		return Patch{}, "", fmt.Errorf("%s: no Subject: header: not a mail; write patches with git format-patch", p)
+	case !diff:
+		return Patch{}, "", fmt.Errorf("%s: %q has no diff: nothing to apply", p, subj)
+	}
+	sum := sha256.Sum256(data)
+	return Patch{Path: p, Name: name, Subject: subj, SHA256: hex.EncodeToString(sum[:]), CRLF: crlf}, "", nil
+}
+
+// mboxFrom is the "From " line that starts each mail of an mbox (git
+// format-patch writes "From <sha> Mon Sep 17 00:00:00 2001").
+var mboxFrom = regexp.MustCompile(`(?m)^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) `)
+
+func mails(text string) int { return len(mboxFrom.FindAllStringIndex(text, -1)) }
+
+// hasDiff reports whether the mail carries a diff git can apply.
+func hasDiff(text string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "+++ ") {
+			return true
+		}
+	}
+	return false
+}
+
+// coverSubject reports whether the mail is patch 0 of a series: "[PATCH 0/5]",
+// "[PATCH v2 00/12]".
+func coverSubject(text string) bool { return coverTag.MatchString(rawSubject(text)) }
+
+var coverTag = regexp.MustCompile(`^\[[^\]]*\b0+/\d+\]`)
 
 // Hash identifies the series' content: it changes when any patch changes.
 func (s *Series) Hash() string {
@@ -76,7 +164,17 @@ func (s *Series) Hash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// subject is the mail's Subject: header without its [PATCH n/m] tag.
 func subject(mail string) string {
+	subj := rawSubject(mail)
+	if i := strings.Index(subj, "]"); strings.HasPrefix(subj, "[") && i > 0 {
+		subj = strings.TrimSpace(subj[i+1:])
+	}
+	return subj
+}
+
+// rawSubject is the Subject: header of the mail, folded lines joined.
+func rawSubject(mail string) string {
 	sc := bufio.NewScanner(strings.NewReader(mail))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var subj string
@@ -95,10 +193,7 @@ func subject(mail string) string {
 			in = false
 		}
 	}
-	if i := strings.Index(subj, "]"); strings.HasPrefix(subj, "[") && i > 0 {
-		subj = strings.TrimSpace(subj[i+1:])
-	}
-	return subj
+	return strings.TrimSpace(subj)
 }
 
 // ApplyError says which patch did not apply, and where.
@@ -119,7 +214,13 @@ func (e *ApplyError) Error() string {
 // Apply commits the series on top of the work tree's HEAD with git am.
 func (s *Series) Apply(ctx context.Context, g *gitcmd.Git) error {
 	for _, p := range s.Patches {
-		if out, err := g.Run(ctx, "am", "--keep-cr", p.Path); err != nil {
+		file, done, err := p.gitFile()
+		if err != nil {
+			return err
+		}
+		out, err := g.Run(ctx, "am", "--keep-cr", file)
+		done()
+		if err != nil {
 			g.Run(ctx, "am", "--abort")
 			return &ApplyError{Patch: p.Path, Details: withHunks(p.Path, errorLines(out, err))}
 		}
@@ -127,12 +228,41 @@ func (s *Series) Apply(ctx context.Context, g *gitcmd.Git) error {
 	return nil
 }
 
+// gitFile is the file to give git: the patch itself, or for a CRLF patch a
+// copy with \n endings (git would take the \r for part of each line); done
+// removes the copy.
+func (p Patch) gitFile() (file string, done func(), err error) {
+	if !p.CRLF {
+		return p.Path, func() {}, nil
+	}
+	data, err := os.ReadFile(p.Path)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp("", "lab-*-"+p.Name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))); err != nil {
+		os.Remove(f.Name())
+		return "", nil, err
+	}
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
+}
+
 // Revert reverse-applies the series, last patch first, committing one
 // revert per patch.
 func (s *Series) Revert(ctx context.Context, g *gitcmd.Git) error {
 	for i := len(s.Patches) - 1; i >= 0; i-- {
 		p := s.Patches[i]
-		if out, err := g.Run(ctx, "apply", "--index", "-R", p.Path); err != nil {
+		file, done, err := p.gitFile()
+		if err != nil {
+			return err
+		}
+		out, err := g.Run(ctx, "apply", "--index", "-R", file)
+		done()
+		if err != nil {
 			return &ApplyError{Patch: p.Path, Reverse: true, Details: withHunks(p.Path, errorLines(out, err))}
 		}
 		msg := fmt.Sprintf("Revert \"%s\"\n\nReverse-applied by lab from %s (sha256 %s).", p.Subject, p.Name, p.SHA256)

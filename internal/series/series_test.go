@@ -124,3 +124,87 @@ func TestNotApplying(t *testing.T) {
 		}
 	}
 }
+
+// Every file of a series folder is a patch, or Load says which is not.
+func TestLoadRejects(t *testing.T) {
+	_, dir := repo(t)
+	patch, err := os.ReadFile(filepath.Join(dir, "0001-lookup-go-lockless.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cover := "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: A <a@b>\nSubject: [PATCH 0/1] lookup: lockless\n\nWhy.\n"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string // name -> content; "/" makes a folder
+		want  string            // error substring, "" for none
+		notes int
+	}{
+		{"readme", map[string]string{"README": "notes\n"}, "README: not a patch file", 0},
+		{"orig", map[string]string{"0001-x.patch.orig": string(patch)}, "0001-x.patch.orig: not a patch file", 0},
+		{"folder", map[string]string{"old/": ""}, "old: not a patch file", 0},
+		{"empty patch", map[string]string{"0002-y.patch": ""}, "0002-y.patch: empty file", 0},
+		{"binary", map[string]string{"0002-y.patch": "\x7fELF\x00\x01"}, "0002-y.patch: not a text file", 0},
+		{"no subject", map[string]string{"0002-y.diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"}, "0002-y.diff: no Subject: header", 0},
+		{"no diff", map[string]string{"0002-y.patch": "From: A <a@b>\nSubject: [PATCH 2/2] y\n\nJust words.\n"}, `"y" has no diff`, 0},
+		{"two mails", map[string]string{"all.mbox": string(patch) + "\n" + string(patch)}, "all.mbox: holds 2 mails", 0},
+		{"cover letter 0000", map[string]string{"0000-cover-letter.patch": cover}, "", 1},
+		{"cover letter by subject", map[string]string{"cover.eml": cover}, "", 1},
+		{"hidden files ignored", map[string]string{".gitkeep": "", ".0001.patch.swp": "\x00"}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, "0001-lookup-go-lockless.patch"), patch, 0o644)
+			for name, body := range tc.files {
+				if strings.HasSuffix(name, "/") {
+					os.Mkdir(filepath.Join(d, name), 0o755)
+					continue
+				}
+				os.WriteFile(filepath.Join(d, name), []byte(body), 0o644)
+			}
+			s, err := Load(d)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			case tc.want == "" && (len(s.Patches) != 1 || len(s.Notes) != tc.notes):
+				t.Fatalf("patches %+v, notes %q; want 1 patch and %d notes", s.Patches, s.Notes, tc.notes)
+			}
+		})
+	}
+	for dir, want := range map[string]string{
+		filepath.Join(t.TempDir(), "nope"):                  "does not exist",
+		filepath.Join(dir, "0001-lookup-go-lockless.patch"): "is a file",
+		t.TempDir(): "has no patches",
+	} {
+		if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%s) = %v, want %q", dir, err, want)
+		}
+	}
+}
+
+// A patch saved with CRLF line endings (a mail client's) loads, applies and
+// reverts like the original.
+func TestCRLF(t *testing.T) {
+	ctx := context.Background()
+	g, dir := repo(t)
+	p := filepath.Join(dir, "0001-lookup-go-lockless.patch")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "\n", "\r\n")), 0o644)
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Patches[0].CRLF || s.Patches[0].Subject != "lookup: go lockless" {
+		t.Fatalf("patch %+v", s.Patches[0])
+	}
+	if err := s.Apply(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(g.Dir, "lookup.c")); strings.Contains(string(got), "\r") || !strings.Contains(string(got), "find_rcu") {
+		t.Fatalf("applied file:\n%q", got)
+	}
+	if err := s.Revert(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+}

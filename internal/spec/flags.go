@@ -1,10 +1,12 @@
 package spec
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 
 	"lab/internal/flagval"
+	"lab/internal/topology"
 )
 
 // Flags are the command-line overrides of a lab file. RegisterFlags adds
@@ -88,6 +90,9 @@ func (f *Flags) Apply(lab *Lab) error {
 		m.Measure = f.Measure.V
 	}
 	if f.NUMA.IsSet() {
+		if m.NUMALayout != nil && m.Memory == "" {
+			m.Memory = layoutMemory(*m.NUMALayout) // the guest keeps the memory its nodes had
+		}
 		m.NUMA, m.NUMALayout = f.NUMA.V, nil
 	}
 	if f.Sockets.IsSet() || f.Clusters.IsSet() || f.Cores.IsSet() || f.Threads.IsSet() {
@@ -102,9 +107,33 @@ func (f *Flags) Apply(lab *Lab) error {
 		m.Pin = f.Pin.V
 	}
 	if err := lab.Validate(); err != nil {
-		return fmt.Errorf("with the command-line flags: %w", err)
+		var se *Error
+		if errors.As(err, &se) {
+			return &FlagError{Msg: se.Msg}
+		}
+		return &FlagError{Msg: err.Error()}
 	}
 	return nil
+}
+
+// FlagError is a lab the command-line flags made invalid (the file alone
+// was checked before them): a usage error, not a bad lab file.
+type FlagError struct{ Msg string }
+
+func (e *FlagError) Error() string { return "with the command-line flags: " + e.Msg }
+
+// layoutMemory is the memory of a layout's nodes in all, 1G when a node's
+// is unreadable (validation then says which).
+func layoutMemory(l topology.Layout) string {
+	var total int64
+	for _, n := range l.Nodes {
+		mib, err := topology.ParseMiB(n.Memory)
+		if err != nil {
+			return "1G"
+		}
+		total += mib
+	}
+	return fmt.Sprintf("%dM", total)
 }
 
 func minInt(x []int) int {

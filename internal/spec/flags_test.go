@@ -3,7 +3,6 @@ package spec
 import (
 	"flag"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +46,28 @@ func TestFlagsApply(t *testing.T) {
 	}
 }
 
+// A layout's nodes give the guest's memory; --numa, which replaces the
+// layout, keeps it.
+func TestNUMAFlagKeepsLayoutMemory(t *testing.T) {
+	lab, _, err := parse(t, good+"  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n      - {cpus: 1, memory: 768M}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lab.Matrix.Memory != "" {
+		t.Errorf("memory %q, want none: the layout's nodes give it", lab.Matrix.Memory)
+	}
+	f, err := parseFlags(t, "--numa", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Apply(lab); err != nil {
+		t.Fatal(err)
+	}
+	if lab.Matrix.Memory != "1280M" {
+		t.Errorf("memory after --numa 1: %q, want 1280M", lab.Matrix.Memory)
+	}
+}
+
 // Zero is a value, and a bad value is an error, never a default.
 func TestFlagsReject(t *testing.T) {
 	for _, tc := range []struct {
@@ -61,6 +82,9 @@ func TestFlagsReject(t *testing.T) {
 		{[]string{"--warmup", "-1s"}, "negative"},
 		{[]string{"--arch", "x86_64,"}, "empty item"},
 		{[]string{"--arch", "riscv64"}, `unknown architecture "riscv64"`},
+		{[]string{"--memory", "8G"}, "memory 8G is more than this host's RAM (4G"},
+		{[]string{"--duration", "1500ms"}, "duration 1.5s: lab measures whole seconds"},
+		{[]string{"--boots", "100000"}, "this run would measure for"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			f, err := parseFlags(t, tc.args...)
@@ -78,9 +102,8 @@ func TestFlagsReject(t *testing.T) {
 // flags tests override.
 func parseGood(t *testing.T) *Lab {
 	t.Helper()
-	root := checkout(t)
-	src := strings.Replace(strings.Replace(good, "boots: 4", "boots: 3", 1), "warmup: 500ms", "warmup: 1s", 1)
-	lab, err := Parse(filepath.Join(root, "labs", "t.yaml"), []byte(src))
+	src := strings.Replace(strings.Replace(good, "boots: 4", "boots: 3", 1), "warmup: 2s", "warmup: 1s", 1)
+	lab, _, err := parse(t, src)
 	if err != nil {
 		t.Fatal(err)
 	}

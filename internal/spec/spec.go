@@ -3,21 +3,18 @@
 package spec
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"lab/internal/arch"
 	"lab/internal/benchmark"
+	"lab/internal/kconfig"
+	"lab/internal/series"
 	"lab/internal/topology"
 )
 
@@ -61,6 +58,9 @@ type Lab struct {
 	// patches/ and kernel-config/ (the lab file's parent's parent).
 	Path string `yaml:"-"`
 	Root string `yaml:"-"`
+	// host is what the lab was checked against (memory); Validate checks
+	// against it again after the command-line flags.
+	host Host
 }
 
 // Source is the kernel source: a Debian tarball (the default) or a git tree.
@@ -185,26 +185,8 @@ func (c Claim) MinPct() (float64, error) {
 	return v, nil
 }
 
-// Duration is a time.Duration written as "5s" in YAML.
+// Duration is a time.Duration written as "5s" in YAML (see doc.duration).
 type Duration struct{ time.Duration }
-
-// UnmarshalYAML parses Go duration syntax, or a bare number of seconds.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		var secs float64
-		if _, serr := fmt.Sscanf(s, "%g", &secs); serr != nil || fmt.Sprint(secs) != s {
-			return fmt.Errorf("line %d: %q is not a duration (write e.g. 5s or 500ms)", n.Line, s)
-		}
-		v = time.Duration(secs * float64(time.Second))
-	}
-	d.Duration = v
-	return nil
-}
 
 // MarshalYAML writes the duration back in Go syntax.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
@@ -223,7 +205,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
 }
 
-// Load reads and checks a lab file.
+// Load reads and checks a lab file against this host (ReadHost).
 func Load(path string) (*Lab, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -232,27 +214,15 @@ func Load(path string) (*Lab, error) {
 	return Parse(path, data)
 }
 
-// Parse checks data as the lab file path.
-func Parse(path string, data []byte) (*Lab, error) {
-	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil {
-		return nil, &Error{File: path, Line: yamlErrLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	if len(root.Content) == 0 {
-		return nil, &Error{File: path, Msg: "empty lab file"}
-	}
-	doc := root.Content[0]
-	if err := checkKeys(path, doc, reflect.TypeOf(Lab{}), ""); err != nil {
+// Parse checks data as the lab file path, against this host.
+func Parse(path string, data []byte) (*Lab, error) { return ParseOn(path, data, ReadHost()) }
+
+// ParseOn checks data as the lab file path, against host h.
+func ParseOn(path string, data []byte, h Host) (*Lab, error) {
+	lab := &Lab{host: h}
+	d, err := parseYAML(path, data, lab)
+	if err != nil {
 		return nil, err
-	}
-	lab := &Lab{}
-	if err := doc.Decode(lab); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return nil, &Error{File: path, Line: yamlErrLine(errors.New(te.Errors[0])), Msg: stripLine(te.Errors[0])}
-		}
-		return nil, &Error{File: path, Line: yamlErrLine(err), Msg: stripLine(err.Error())}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -260,65 +230,67 @@ func Parse(path string, data []byte) (*Lab, error) {
 	}
 	lab.Path = path
 	lab.Root = filepath.Dir(filepath.Dir(abs))
-	lab.setDefaults()
-	if err := lab.validate(doc); err != nil {
+	lab.setDefaults(d)
+	if err := lab.validate(d); err != nil {
+		return nil, err
+	}
+	if err := lab.checkFiles(d); err != nil {
+		return nil, err
+	}
+	if err := lab.checkClaims(d); err != nil {
 		return nil, err
 	}
 	return lab, nil
 }
 
-func (l *Lab) setDefaults() {
+// setDefaults fills in what the file left out: a key the file gave keeps
+// its value, 0 included (warmup: 0 is no warm-up; boots: 0 is an error).
+func (l *Lab) setDefaults(d *doc) {
 	if l.Source.Git == "" && l.Source.Tarball == "" {
 		l.Source.Tarball = DefaultTarball
 		if l.Source.Package == "" {
 			l.Source.Package = DefaultPackage
 		}
 	}
-	if l.Mode == "" {
-		l.Mode = ModeApply
-	}
-	if len(l.Config) == 0 {
-		l.Config = []string{"common.config"}
-	}
 	m := &l.Matrix
-	if len(m.Arch) == 0 {
-		m.Arch = []string{"x86_64"}
-	}
-	if len(m.CPUs) == 0 {
-		m.CPUs = []int{1}
-	}
-	if m.Memory == "" {
-		m.Memory = "1G"
-	}
-	if len(m.Benchmarks) == 0 {
-		m.Benchmarks = []string{"uprobe-nop"}
-	}
-	if len(m.Producers) == 0 {
-		m.Producers = []int{1}
-	}
-	if m.Boots == 0 {
-		m.Boots = 3
-	}
-	if m.Duration.Duration == 0 {
-		m.Duration.Duration = 5 * time.Second
-	}
-	if m.Warmup.Duration == 0 {
-		m.Warmup.Duration = time.Second
-	}
-	if m.Measure == "" {
-		m.Measure = MeasureAuto
+	for _, def := range []struct {
+		key string
+		set func()
+	}{
+		{"mode", func() { l.Mode = ModeApply }},
+		{"config", func() { l.Config = []string{"common.config"} }},
+		{"matrix.arch", func() { m.Arch = []string{"x86_64"} }},
+		{"matrix.cpus", func() { m.CPUs = []int{1} }},
+		{"matrix.memory", func() {
+			if m.NUMALayout == nil { // a layout's nodes give the memory
+				m.Memory = "1G"
+			}
+		}},
+		{"matrix.benchmarks", func() { m.Benchmarks = []string{"uprobe-nop"} }},
+		{"matrix.producers", func() { m.Producers = []int{1} }},
+		{"matrix.boots", func() { m.Boots = 3 }},
+		{"matrix.duration", func() { m.Duration.Duration = 5 * time.Second }},
+		{"matrix.warmup", func() { m.Warmup.Duration = time.Second }},
+		{"matrix.measure", func() { m.Measure = MeasureAuto }},
+	} {
+		if !d.given(def.key) {
+			def.set()
+		}
 	}
 }
 
 // Validate checks the values; it is also run after command-line overrides.
 func (l *Lab) Validate() error { return l.validate(nil) }
 
-func (l *Lab) validate(doc *yaml.Node) error {
+func (l *Lab) validate(d *doc) error {
 	at := func(msg string, keys ...string) error {
-		return &Error{File: l.Path, Line: lineOf(doc, keys...), Msg: msg}
+		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
 	}
 	if l.Name == "" {
-		return at("missing key \"name\"")
+		return at("missing key \"name\" (write e.g. name: uprobe-srcu)")
+	}
+	if err := checkName("name", l.Name); err != nil {
+		return at(err.Error(), "name")
 	}
 	if l.Source.Git != "" && l.Source.Base == "" {
 		return at("source.git needs source.base (the ref to build from)", "source", "git")
@@ -334,89 +306,16 @@ func (l *Lab) validate(doc *yaml.Node) error {
 	if l.Series == "" {
 		return at("missing key \"series\" (a folder under patches/)")
 	}
-	if fi, err := os.Stat(l.SeriesDir()); err != nil || !fi.IsDir() {
-		return at(fmt.Sprintf("series %q: no folder %s", l.Series, l.SeriesDir()), "series")
+	if err := checkName("series", l.Series); err != nil {
+		return at(err.Error(), "series")
 	}
 	for i, c := range l.Config {
-		if _, err := os.Stat(filepath.Join(l.Root, "kernel-config", c)); err != nil {
-			return at(fmt.Sprintf("config fragment %q: %v", c, err), "config", fmt.Sprint(i))
+		if err := checkName("config fragment", c); err != nil {
+			return at(err.Error(), "config", fmt.Sprint(i))
 		}
 	}
-	m := l.Matrix
-	for i, name := range m.Arch {
-		a, err := arch.Lookup(name)
-		if err != nil {
-			return at(err.Error(), "matrix", "arch", fmt.Sprint(i))
-		}
-		l.Matrix.Arch[i] = a.Name // aliases (aarch64, amd64) become lab's names
-	}
-	for i, c := range m.CPUs {
-		if c < 1 {
-			return at(fmt.Sprintf("cpus %d: want 1 or more", c), "matrix", "cpus", fmt.Sprint(i))
-		}
-	}
-	switch m.Pin {
-	case "", topology.PinAuto, topology.PinOn, topology.PinOff:
-	default:
-		return at(fmt.Sprintf("pin %q: want auto, on or off", m.Pin), "matrix", "pin")
-	}
-	for _, a := range m.Arch {
-		if _, err := m.Shapes(a); err != nil {
-			keys := []string{"matrix", "cpus"}
-			switch {
-			case m.NUMALayout != nil:
-				keys = []string{"matrix", "numa_layout"}
-			case len(m.NUMA) > 0:
-				keys = []string{"matrix", "numa"}
-			}
-			return at(err.Error(), keys...)
-		}
-	}
-	for i, name := range m.Benchmarks {
-		b, ok := benchmark.Lookup(name)
-		if !ok {
-			return at(benchmark.Check(name).Error(), "matrix", "benchmarks", fmt.Sprint(i))
-		}
-		for _, a := range m.Arch {
-			if why := b.UnsupportedOn(a); why != "" {
-				return at(fmt.Sprintf("benchmark %s cannot run on %s: %s", name, a, why), "matrix", "benchmarks", fmt.Sprint(i))
-			}
-		}
-	}
-	if m.MaxActive < 0 {
-		return at(fmt.Sprintf("maxactive %d: want 0 (kernel default) or more", m.MaxActive), "matrix", "maxactive")
-	}
-	for i, p := range m.Producers {
-		if p < 1 {
-			return at(fmt.Sprintf("producers %d: want at least 1", p), "matrix", "producers", fmt.Sprint(i))
-		}
-		for _, c := range m.CPUs {
-			if p > c && !m.ClipProducers {
-				return at(fmt.Sprintf("producers %d is more than the %d vCPUs of the guest (set clip_producers to drop such counts)", p, c), "matrix", "producers", fmt.Sprint(i))
-			}
-		}
-	}
-	if m.Boots < 1 {
-		return at(fmt.Sprintf("boots %d: want at least 1", m.Boots), "matrix", "boots")
-	}
-	if m.Duration.Duration < time.Second {
-		return at(fmt.Sprintf("duration %v: want at least 1s (one sample a second)", m.Duration), "matrix", "duration")
-	}
-	if m.Warmup.Duration < 0 {
-		return at(fmt.Sprintf("warmup %v: want 0 or more", m.Warmup), "matrix", "warmup")
-	}
-	switch m.Measure {
-	case MeasureAuto, MeasureWall, MeasureICount:
-	default:
-		return at(fmt.Sprintf("measure %q: want auto, wall or icount", m.Measure), "matrix", "measure")
-	}
-	if m.Measure == MeasureICount {
-		for _, c := range m.CPUs {
-			if c > 1 {
-				// Measured here: icount with 2 vCPUs stalled in 2 of 8 boots.
-				return at(fmt.Sprintf("measure icount with %d vCPUs: icount is only reliable with 1 vCPU (use wall)", c), "matrix", "measure")
-			}
-		}
+	if err := l.Matrix.validate(at, l.host); err != nil {
+		return err
 	}
 	for i, e := range l.ConsoleExpect {
 		if _, err := regexp.Compile(e); err != nil {
@@ -440,6 +339,194 @@ func (l *Lab) validate(doc *yaml.Node) error {
 	return nil
 }
 
+// validate checks the matrix; at makes an error at the line of a key path.
+func (m *Matrix) validate(at func(msg string, keys ...string) error, h Host) error {
+	for i, name := range m.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			return at(err.Error(), "matrix", "arch", fmt.Sprint(i))
+		}
+		m.Arch[i] = a.Name // aliases (aarch64, amd64) become lab's names
+	}
+	for _, list := range []struct {
+		key  string
+		dups string
+	}{
+		{"arch", firstDup(m.Arch)}, {"cpus", firstDup(m.CPUs)}, {"benchmarks", firstDup(m.Benchmarks)},
+		{"producers", firstDup(m.Producers)}, {"numa", firstDup(m.NUMA)},
+	} {
+		if list.dups != "" {
+			return at(fmt.Sprintf("%s lists %s twice: give each once", list.key, list.dups), "matrix", list.key)
+		}
+	}
+	for i, c := range m.CPUs {
+		if c < 1 {
+			return at(fmt.Sprintf("cpus %d: want 1 or more", c), "matrix", "cpus", fmt.Sprint(i))
+		}
+	}
+	switch m.Pin {
+	case "", topology.PinAuto, topology.PinOn, topology.PinOff:
+	default:
+		return at(fmt.Sprintf("pin %q: want auto, on or off", m.Pin), "matrix", "pin")
+	}
+	if err := m.validateShapes(at, h); err != nil {
+		return err
+	}
+	for i, name := range m.Benchmarks {
+		b, ok := benchmark.Lookup(name)
+		if !ok {
+			return at(benchmark.Check(name).Error(), "matrix", "benchmarks", fmt.Sprint(i))
+		}
+		for _, a := range m.Arch {
+			if why := b.UnsupportedOn(a); why != "" {
+				return at(fmt.Sprintf("benchmark %s cannot run on %s: %s", name, a, why), "matrix", "benchmarks", fmt.Sprint(i))
+			}
+		}
+	}
+	if m.MaxActive < 0 {
+		return at(fmt.Sprintf("maxactive %d: want 0 (kernel default) or more", m.MaxActive), "matrix", "maxactive")
+	}
+	for i, p := range m.Producers {
+		if p < 1 {
+			return at(fmt.Sprintf("producers %d: want at least 1", p), "matrix", "producers", fmt.Sprint(i))
+		}
+		for _, c := range m.CPUs {
+			if p > c && !m.ClipProducers {
+				return at(fmt.Sprintf("producers %d is more than the %d vCPUs of the guest (set clip_producers: true to drop such counts)", p, c), "matrix", "producers", fmt.Sprint(i))
+			}
+		}
+	}
+	if m.Boots < 1 {
+		return at(fmt.Sprintf("boots %d: want at least 1 (4 or more for p < 0.05)", m.Boots), "matrix", "boots")
+	}
+	if err := m.validateTimes(at); err != nil {
+		return err
+	}
+	switch m.Measure {
+	case MeasureAuto, MeasureWall, MeasureICount:
+	default:
+		return at(fmt.Sprintf("measure %q: want auto, wall or icount", m.Measure), "matrix", "measure")
+	}
+	if m.Measure == MeasureICount {
+		for _, c := range m.CPUs {
+			if c > 1 {
+				// Measured here: icount with 2 vCPUs stalled in 2 of 8 boots.
+				return at(fmt.Sprintf("measure icount with %d vCPUs: icount is only reliable with 1 vCPU (use wall)", c), "matrix", "measure")
+			}
+		}
+	}
+	return nil
+}
+
+// validateShapes resolves every shape, and checks its memory against the
+// host's: QEMU would fail to start, or the host would swap.
+func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Host) error {
+	keys := []string{"matrix", "cpus"}
+	switch {
+	case m.NUMALayout != nil:
+		keys = []string{"matrix", "numa_layout"}
+	case len(m.NUMA) > 0:
+		keys = []string{"matrix", "numa"}
+	}
+	for _, a := range m.Arch {
+		shapes, err := m.Shapes(a)
+		if err != nil {
+			return at(err.Error(), shapeErrorKeys(err, keys)...)
+		}
+		for _, s := range shapes {
+			if h.MemoryMiB > 0 && s.MemoryMiB > h.MemoryMiB {
+				return at(fmt.Sprintf("memory %s is more than this host's RAM (%s, MemTotal in /proc/meminfo): give the guest at most %s", size(s.MemoryMiB), size(h.MemoryMiB), size(h.MemoryMiB)), "matrix", "memory")
+			}
+		}
+	}
+	return nil
+}
+
+// shapeErrorKeys is where in the file a shape error belongs: the layout's
+// node it names, the memory, or the default keys.
+func shapeErrorKeys(err error, keys []string) []string {
+	msg := err.Error()
+	if m := numaNode.FindStringSubmatch(msg); m != nil {
+		field := "cpus"
+		if strings.HasPrefix(m[2], "memory") {
+			field = "memory"
+		}
+		return []string{"matrix", "numa_layout", "nodes", m[1], field}
+	}
+	switch {
+	case strings.Contains(msg, "numa distances"):
+		return []string{"matrix", "numa_layout", "distances"}
+	case strings.Contains(msg, "numa layout"):
+		return []string{"matrix", "numa_layout"}
+	case strings.Contains(msg, "memory"):
+		return []string{"matrix", "memory"}
+	}
+	return keys
+}
+
+var numaNode = regexp.MustCompile(`numa node (\d+): (\w+)`)
+
+// checkFiles checks what the lab names on disk: the series (every file a
+// patch) and the config fragments (every line an option), so that a bad one
+// fails now and not after the kernel source is unpacked.
+func (l *Lab) checkFiles(d *doc) error {
+	at := func(msg string, keys ...string) error {
+		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
+	}
+	if _, err := series.Load(l.SeriesDir()); err != nil {
+		return at(fmt.Sprintf("series %q: %v", l.Series, err), "series")
+	}
+	for i, c := range l.Config {
+		p := filepath.Join(l.Root, "kernel-config", c)
+		if _, err := os.Stat(p); err != nil {
+			return at(fmt.Sprintf("config fragment %q: no file %s (fragments live in kernel-config/)", c, p), "config", fmt.Sprint(i))
+		}
+		if _, err := kconfig.ParseFragment(p); err != nil {
+			return at(fmt.Sprintf("config fragment %q: %v", c, err), "config", fmt.Sprint(i))
+		}
+	}
+	for _, a := range l.Matrix.Arch {
+		p := filepath.Join(l.Root, "kernel-config", a+".config")
+		if !exists(p) {
+			continue
+		}
+		if _, err := kconfig.ParseFragment(p); err != nil {
+			return at(fmt.Sprintf("the %s config fragment: %v", a, err), "matrix", "arch")
+		}
+	}
+	return nil
+}
+
+// checkClaims rejects claims the lab file's matrix can never measure: a
+// benchmark no boot runs, or a producer count the producers list lacks.
+// It checks against the list before clip_producers, not against what this
+// host's vCPUs run: a lab written for a big KVM host (claims at 64
+// producers, cpus: [2] for small ones) stays loadable, and measures those
+// claims with --cpus 64. It runs on the lab file alone, not after the
+// command-line flags, which may narrow the matrix for a quick run (--cpus 1,
+// --benchmarks uprobe-nop): claims outside it are then "not measured".
+func (l *Lab) checkClaims(d *doc) error {
+	m := l.Matrix
+	runs := m.JobBenchmarks()
+	for i, c := range l.Claims {
+		at := func(msg string, keys ...string) error {
+			return &Error{File: l.Path, Line: d.line(append([]string{"claims", fmt.Sprint(i)}, keys...)...), Msg: "claim: " + msg}
+		}
+		if !slices.Contains(runs, c.Benchmark) {
+			return at(fmt.Sprintf("benchmark %s is not in the matrix (benchmarks: %s): add it there, or fix the claim", c.Benchmark, strings.Join(runs, ", ")), "benchmark")
+		}
+		for j, p := range c.Producers {
+			if !slices.Contains(m.Producers, p) {
+				return at(fmt.Sprintf("producers %d is not in the matrix (producers: %s): add it there, or fix the claim", p, joinInts(m.Producers)), "producers", fmt.Sprint(j))
+			}
+		}
+		if c.Scaling && !slices.Contains(m.Producers, 1) {
+			return at(fmt.Sprintf("scaling compares against 1 producer, which the matrix does not run (producers: %s): add 1 there", joinInts(m.Producers)), "scaling")
+		}
+	}
+	return nil
+}
+
 // SeriesDir is the folder holding the series' patches.
 func (l *Lab) SeriesDir() string { return filepath.Join(l.Root, "patches", l.Series) }
 
@@ -456,6 +543,17 @@ func (l *Lab) Fragments(arch string) []string {
 	return f
 }
 
+// size writes MiB as QEMU takes it: 2G, 1536M.
+func size(mib int64) string {
+	switch {
+	case mib%(1<<20) == 0:
+		return fmt.Sprintf("%dT", mib>>20)
+	case mib%(1<<10) == 0:
+		return fmt.Sprintf("%dG", mib>>10)
+	}
+	return fmt.Sprintf("%dM", mib)
+}
+
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func contains[T comparable](s []T, v T) bool {
@@ -465,97 +563,4 @@ func contains[T comparable](s []T, v T) bool {
 		}
 	}
 	return false
-}
-
-// checkKeys rejects keys that no field of t takes, naming the line and the
-// keys that would have been accepted.
-func checkKeys(file string, n *yaml.Node, t reflect.Type, where string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t.Kind() == reflect.Struct && t != reflect.TypeOf(Duration{}):
-		if n.Kind != yaml.MappingNode {
-			return &Error{File: file, Line: n.Line, Msg: fmt.Sprintf("%s: want a mapping of keys", strings.TrimPrefix(where, "."))}
-		}
-		fields := map[string]reflect.Type{}
-		var names []string
-		for i := 0; i < t.NumField(); i++ {
-			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-			if tag == "" || tag == "-" {
-				continue
-			}
-			fields[tag] = t.Field(i).Type
-			names = append(names, tag)
-		}
-		sort.Strings(names)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			ft, ok := fields[k.Value]
-			if !ok {
-				in := ""
-				if where != "" {
-					in = " in " + strings.TrimPrefix(where, ".")
-				}
-				return &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("unknown key %q%s (known: %s)", k.Value, in, strings.Join(names, ", "))}
-			}
-			if err := checkKeys(file, v, ft, where+"."+k.Value); err != nil {
-				return err
-			}
-		}
-	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
-		for _, c := range n.Content {
-			if err := checkKeys(file, c, t.Elem(), where); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// lineOf finds the line of a key path (mapping keys, or sequence indexes) in doc.
-// It returns the deepest line found, 0 without a document.
-func lineOf(doc *yaml.Node, path ...string) int {
-	if doc == nil {
-		return 0
-	}
-	line, n := doc.Line, doc
-	for _, p := range path {
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == p {
-					line, next = n.Content[i].Line, n.Content[i+1]
-				}
-			}
-		case yaml.SequenceNode:
-			var idx int
-			if _, err := fmt.Sscan(p, &idx); err == nil && idx < len(n.Content) {
-				next = n.Content[idx]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
-	return line
-}
-
-func yamlErrLine(err error) int {
-	var line int
-	s := err.Error()
-	if i := strings.Index(s, "line "); i >= 0 {
-		fmt.Sscanf(s[i:], "line %d", &line)
-	}
-	return line
-}
-
-func stripLine(s string) string {
-	if i := strings.Index(s, ": "); strings.HasPrefix(s, "line ") && i > 0 {
-		return s[i+2:]
-	}
-	return s
 }

@@ -228,9 +228,9 @@ func (s *Shape) explicitNodes(l Layout, memoryGiven bool) error {
 	for i, ns := range l.Nodes {
 		var node Node
 		if strings.TrimSpace(ns.CPUs) != "" {
-			cpus, err := cpulist.Parse(ns.CPUs)
+			cpus, err := cpulist.ParseMax(ns.CPUs, s.CPUs-1)
 			if err != nil {
-				return fmt.Errorf("numa node %d: cpus %q: %w", i, ns.CPUs, err)
+				return fmt.Errorf("numa node %d: %w", i, err)
 			}
 			for _, c := range cpus {
 				if c >= s.CPUs {
@@ -363,6 +363,9 @@ func (s Shape) String() string {
 	return t
 }
 
+// MaxMiB is the largest size ParseMiB reads: 1 EiB, far above any host.
+const MaxMiB = 1 << 40
+
 // ParseMiB reads a QEMU-style size ("512M", "2G", "1024") in MiB.
 func ParseMiB(s string) (int64, error) {
 	t := strings.TrimSpace(strings.ToUpper(s))
@@ -381,6 +384,10 @@ func ParseMiB(s string) (int64, error) {
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("memory %q: want a size like 512M or 2G", s)
+	}
+	// No machine has an exabyte; the bound keeps n * mult from wrapping.
+	if n > MaxMiB/mult {
+		return 0, fmt.Errorf("memory %q: more than any machine has; want a size like 512M or 2G", s)
 	}
 	return n * mult, nil
 }

@@ -1,0 +1,169 @@
+package spec
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Host is what a lab is checked against on the machine that runs it.
+type Host struct {
+	MemoryMiB int64 // RAM (MemTotal); 0: unknown, not checked
+}
+
+// ReadHost reads this machine's RAM from /proc/meminfo.
+func ReadHost() Host { return readHost("/proc/meminfo") }
+
+func readHost(meminfo string) Host {
+	f, err := os.Open(meminfo)
+	if err != nil {
+		return Host{}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kib int64
+		if _, err := fmt.Sscanf(sc.Text(), "MemTotal: %d kB", &kib); err == nil {
+			return Host{MemoryMiB: kib / 1024}
+		}
+	}
+	return Host{}
+}
+
+// MaxMeasure bounds the time a run spends measuring: a lab that would
+// measure for days holds a typo (duration: 5m for 5s, boots: 500), not a
+// plan; lab says what would fit instead of starting it.
+const MaxMeasure = 24 * time.Hour
+
+// validateTimes checks duration and warm-up: whole seconds (the guest takes
+// one sample a second and is told whole seconds: 1.5s would become 1s), and
+// a run that measures for at most MaxMeasure.
+func (m *Matrix) validateTimes(at func(msg string, keys ...string) error) error {
+	d, w := m.Duration.Duration, m.Warmup.Duration
+	switch {
+	case d < time.Second:
+		return at(fmt.Sprintf("duration %v: want at least 1s (one sample a second)", d), "matrix", "duration")
+	case d%time.Second != 0:
+		return at(fmt.Sprintf("duration %v: lab measures whole seconds (one sample a second): write %v or %v", d, d.Truncate(time.Second), d.Truncate(time.Second)+time.Second), "matrix", "duration")
+	case w < 0:
+		return at(fmt.Sprintf("warmup %v: want 0 (no warm-up) or more", w), "matrix", "warmup")
+	case w%time.Second != 0:
+		return at(fmt.Sprintf("warmup %v: lab warms up whole seconds: write %v or %v", w, w.Truncate(time.Second), w.Truncate(time.Second)+time.Second), "matrix", "warmup")
+	}
+	units := m.measureUnits()
+	total := float64(m.Boots) * 2 * units * (d + w).Seconds()
+	if total <= MaxMeasure.Seconds() {
+		return nil
+	}
+	key := "boots"
+	if d >= time.Minute || w >= time.Minute {
+		key = "duration"
+	}
+	return at(fmt.Sprintf("this run would measure for %s (%d boots × 2 variants × %g benchmark runs per boot × (%s + %s warm-up)): lab runs at most %s; %s",
+		human(total), m.Boots, units, short(d), short(w), short(MaxMeasure), m.whatFits(units)), "matrix", key)
+}
+
+// measureUnits is how many benchmark runs (a benchmark at a producer
+// count) one boot of each variant makes, summed over every arch and shape.
+func (m *Matrix) measureUnits() float64 {
+	numa := max(len(m.NUMA), 1)
+	if m.NUMALayout != nil {
+		numa = 1
+	}
+	var units float64
+	for _, c := range m.CPUs {
+		units += float64(len(m.JobBenchmarks()) * len(m.ProducersFor(c)) * numa)
+	}
+	return units * float64(len(m.Arch))
+}
+
+// whatFits says which duration or boots would keep the run within
+// MaxMeasure.
+func (m *Matrix) whatFits(units float64) string {
+	var ok []string
+	perBoot := 2 * units
+	if d := math.Floor(MaxMeasure.Seconds()/(float64(m.Boots)*perBoot)) - m.Warmup.Seconds(); d >= 1 {
+		ok = append(ok, fmt.Sprintf("duration: %s", short(time.Duration(min(d, m.Duration.Seconds()))*time.Second)))
+	}
+	if b := math.Floor(MaxMeasure.Seconds() / (perBoot * (m.Duration.Seconds() + m.Warmup.Seconds()))); b >= 1 {
+		ok = append(ok, fmt.Sprintf("boots: %d", int(min(b, float64(m.Boots)))))
+	}
+	if len(ok) == 0 {
+		return "fewer benchmarks, producer counts or shapes would fit"
+	}
+	return "with the rest as it is, " + strings.Join(ok, " or ") + " would fit"
+}
+
+// human writes seconds as days, hours and minutes.
+func human(secs float64) string {
+	if secs > 1e9 {
+		return fmt.Sprintf("%.0f years", secs/(365*24*3600))
+	}
+	d := (time.Duration(secs) * time.Second).Round(time.Minute)
+	days := int(d / (24 * time.Hour))
+	if days == 0 {
+		return short(d)
+	}
+	if rest := d % (24 * time.Hour); rest != 0 {
+		return fmt.Sprintf("%dd %s", days, short(rest))
+	}
+	return fmt.Sprintf("%dd", days)
+}
+
+// short is d without zero minutes and seconds: 24h, 5m, 1h30m.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// checkName rejects a name that becomes part of a path (results/<name>/,
+// patches/<series>/, kernel-config/<fragment>) but could leave its folder
+// or hide in it: separators, "..", a leading dot, or anything outside
+// [A-Za-z0-9._-].
+func checkName(what, name string) error {
+	switch {
+	case strings.ContainsAny(name, `/\`):
+		return fmt.Errorf("%s %q: a name, not a path: write it without / (it becomes a folder or file name)", what, name)
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("%s %q: a name cannot start with a dot (it becomes a folder or file name)", what, name)
+	case strings.Contains(name, ".."):
+		return fmt.Errorf("%s %q: a name cannot hold \"..\" (it becomes a folder or file name)", what, name)
+	case strings.IndexFunc(name, func(r rune) bool { return !nameRune(r) }) >= 0:
+		return fmt.Errorf("%s %q: use only letters, digits, '.', '_' and '-' (it becomes a folder or file name)", what, name)
+	}
+	return nil
+}
+
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// firstDup is the first item that appears twice in s, "" when none.
+func firstDup[T comparable](s []T) string {
+	seen := map[T]bool{}
+	for _, x := range s {
+		if seen[x] {
+			return fmt.Sprint(x)
+		}
+		seen[x] = true
+	}
+	return ""
+}
+
+func joinInts(x []int) string {
+	var s []string
+	for _, v := range x {
+		s = append(s, strconv.Itoa(v))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}

@@ -1,0 +1,164 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goTypes are the Go and YAML-library words a message must not show.
+var goTypes = regexp.MustCompile(`\[\]string|\[\]int|spec\.|!!\w+|unmarshal|struct field|interface \{\}|reflect`)
+
+// Every bad lab file gets one line at file:line that says what to write.
+func TestRejectsOneLine(t *testing.T) {
+	const head = "name: t\nseries: s1\n"
+	for _, tc := range []struct {
+		src  string
+		line int // 0: no line (the whole file)
+		want string
+	}{
+		{"", 0, "empty lab file: it needs at least name: and series:"},
+		{"# only a comment\n", 0, "empty lab file"},
+		{"\x7fELF\x02\x01\x01\x00", 1, "not a text file (control character U+007F)"},
+		{head + "description: \xff\xfe\n", 3, "not a text file (bytes that are not UTF-8)"},
+		{head + "matrix:\n\tarch: [x86_64]\n", 4, "a tab in the indentation: YAML indents with spaces only"},
+		{head + "matrix:\n  \tarch: [x86_64]\n", 4, "a tab in the indentation"},
+		{head + "description: |\n  one\n  \ttabbed text\n", 0, ""},
+		{head + "matrix:\n  arch: x86_64\n", 4, "matrix.arch takes a list, even of one: write arch: [x86_64]"},
+		{head + "---\nname: u\n", 3, "a second YAML document starts here (---)"},
+		{"---\n" + head, 0, ""},
+		{head + "matrix:\n  producers: [1.5]\n", 4, "matrix.producers: 1.5 is not a whole number: write e.g. producers: [1, 2]"},
+		{head + "matrix:\n  producers: 1\n", 4, "write producers: [1]"},
+		{head + "matrix:\n  producers: []\n", 4, "matrix.producers is an empty list"},
+		{head + "claims: []\n", 0, ""},
+		{head + "matrix:\n  boots:\n", 4, "matrix.boots has no value"},
+		{head + "matrix:\n  boots: 0\n", 4, "boots 0: want at least 1"},
+		{head + "matrix:\n  duration: 0s\n", 4, "duration 0s: want at least 1s"},
+		{head + "matrix:\n  duration: 2.5s\n", 4, "duration 2.5s: lab measures whole seconds (one sample a second): write 2s or 3s"},
+		{head + "matrix:\n  warmup: 500ms\n", 4, "warmup 500ms: lab warms up whole seconds: write 0s or 1s"},
+		{head + "matrix:\n  warmup: -1s\n", 4, "warmup -1s: want 0 (no warm-up) or more"},
+		{head + "matrix:\n  duration: five\n", 4, `matrix.duration: "five" is not a duration: write e.g. 5s`},
+		{head + "matrix:\n  duration: [5s]\n", 4, "matrix.duration takes one duration, not a list"},
+		{head + "matrix:\n  boots: \"5\"\n", 4, `matrix.boots: "5" is quoted text: write the number without quotes`},
+		{head + "matrix:\n  boots: 1e3\n", 4, `matrix.boots: "1e3" is not a whole number: write e.g. boots: 5`},
+		{head + "matrix:\n  boots: 99999999999999999999\n", 4, "is not a whole number"},
+		{head + "matrix:\n  clip_producers: yes\n", 4, `matrix.clip_producers: "yes": write true or false`},
+		{"name: t\nseries: [s1]\n", 2, "series takes one value, not a list: write e.g. series: uprobe-srcu"},
+		{head + "claims:\n  benchmark: uprobe-nop\n", 4, `claims takes a list, not a set of keys: start each item with "- "`},
+		{head + "matrix: 5\n", 3, `matrix takes keys under it (affinity, arch,`},
+		{"matrix:\narch: [x]\n", 1, "matrix has nothing under it: indent its keys by two spaces under matrix:"},
+		{"- name: t\n", 1, "a lab file is a set of keys (name: ..., series: ..., matrix: ...), not a list"},
+		{"just text\n", 1, `not the value "just text"`},
+		{`{"lab": 1}` + "\n", 1, `unknown key "lab" (known: claims, config,`},
+		{"name: *x\n", 1, "*x: no &x anchor above it"},
+		{head + "matrix:\n  arch: [x86_64\n  cpus: [2]\n", 5, "a [ list is not closed"},
+		{head + "matrix:\n  arch: [x86_64]\n   cpus: [2]\n", 5, "this line's indentation does not fit"},
+		{"name t\nseries: s1\n", 1, "this line is not key: value: put a colon and a space after the key"},
+		{"name: \"t\nseries: s1\n", 1, `a " is not closed`},
+		{head + "note: a: b\n", 3, `a second ": " on one line: put text that holds ": " in quotes`},
+		{head + "name: u\n", 3, `key "name" is given twice (first at line 1): keep one`},
+		{"name: t\r\nseries: s1\r\nmatrix:\r\n  boots: 0\r\n", 4, "boots 0"},
+		{head + "matrix:\n  cpus: [2, 2]\n", 4, "cpus lists 2 twice: give each once"},
+		{head + "matrix:\n  memory: 64T\n", 4, "memory 64T is more than this host's RAM (4G, MemTotal in /proc/meminfo): give the guest at most 4G"},
+		{head + "matrix:\n  memory: 9999999999T\n", 4, "more than any machine has"},
+		{head + "matrix:\n  duration: 5h\n  boots: 10\n", 4, "this run would measure for 12d 12h1m (10 boots × 2 variants × 3 benchmark runs per boot × (5h + 1s warm-up)): lab runs at most 24h; with the rest as it is, duration: 23m59s would fit"},
+		{head + "matrix:\n  boots: 100000\n", 4, "boots: 2400 would fit"},
+		{head + "matrix:\n  cpus: [2]\n  numa_layout:\n    nodes:\n      - {cpus: 0-99999999, memory: 512M}\n      - {cpus: 1, memory: 512M}\n", 7, `numa node 0: cpu list "0-99999999": CPU 99999999 is past the last CPU, 1: write CPUs within 0-1`},
+		{head + "matrix:\n  cpus: [2]\n  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n      - {cpus: 1, memory: 5}\n", 8, "numa node 1: memory 5M: want at least 256M"},
+		{"name: ../x\nseries: s1\n", 1, `name "../x": a name, not a path: write it without /`},
+		{"name: .x\nseries: s1\n", 1, `name ".x": a name cannot start with a dot`},
+		{"name: a..b\nseries: s1\n", 1, `a name cannot hold ".."`},
+		{"name: a b\nseries: s1\n", 1, `use only letters, digits, '.', '_' and '-'`},
+		{"name: t\nseries: ../../etc\n", 2, `series "../../etc": a name, not a path`},
+		{head + "config: [../../../etc/passwd]\n", 3, `config fragment "../../../etc/passwd": a name, not a path`},
+		{head + "config: [nope.config]\n", 3, `config fragment "nope.config": no file`},
+		{head + "claims:\n  - benchmark: uretprobe-nop\n    direction: faster\n", 4, "claim: benchmark uretprobe-nop is not in the matrix (benchmarks: uprobe-nop, usermode-count, syscall-count)"},
+		{head + "claims:\n  - benchmark: syscall-count\n    direction: faster\n", 0, ""},
+		{head + "claims:\n  - benchmark: uprobe-nop\n    producers: [8]\n    direction: faster\n", 5, "claim: producers 8 is not in the matrix (producers: [1])"},
+		{head + "matrix:\n  cpus: [2]\n  producers: [1, 2, 4, 8]\n  clip_producers: true\nclaims:\n  - benchmark: uprobe-nop\n    producers: [8]\n    direction: faster\n", 0, ""},
+		{head + "matrix:\n  cpus: [2]\n  producers: [2, 4]\n  clip_producers: true\nclaims:\n  - benchmark: uprobe-nop\n    producers: [4]\n    scaling: true\n    direction: faster\n", 10, "claim: scaling compares against 1 producer, which the matrix does not run"},
+	} {
+		lab, path, err := parse(t, tc.src)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.src, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%q: no error (lab %+v), want %q", tc.src, lab, tc.want)
+			continue
+		}
+		prefix := path + ": "
+		if tc.line > 0 {
+			prefix = path + ":" + strconv.Itoa(tc.line) + ": "
+		}
+		msg := err.Error()
+		switch {
+		case !strings.HasPrefix(msg, prefix):
+			t.Errorf("%q: %q does not start with %q", tc.src, msg, prefix)
+		case !strings.Contains(msg, tc.want):
+			t.Errorf("%q: %q does not contain %q", tc.src, msg, tc.want)
+		case strings.Contains(msg, "\n"):
+			t.Errorf("%q: %q is more than one line", tc.src, msg)
+		case goTypes.MatchString(strings.ReplaceAll(msg, "(YAML: ", "")):
+			t.Errorf("%q: %q shows Go or YAML-library types", tc.src, msg)
+		}
+	}
+}
+
+// A key the file gives keeps its value, 0 included; one it leaves out gets
+// the default.
+func TestZeroIsAValue(t *testing.T) {
+	lab, _, err := parse(t, "name: t\nseries: s1\nmatrix:\n  warmup: 0\n  maxactive: 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := lab.Matrix
+	if m.Warmup.Duration != 0 {
+		t.Errorf("warmup: 0 became %v", m.Warmup)
+	}
+	if m.Boots != 3 || m.Duration.Duration != 5*time.Second || m.Measure != MeasureAuto || len(m.Producers) != 1 || lab.Mode != ModeApply {
+		t.Errorf("defaults not filled in: %+v, mode %q", m, lab.Mode)
+	}
+	if _, _, err := parse(t, "name: t\nseries: s1\nmode: \"\"\n"); err == nil || !strings.Contains(err.Error(), `mode "": want "apply" or "revert"`) {
+		t.Errorf(`mode: "" = %v, want an error, not the default`, err)
+	}
+}
+
+// The series and the fragments are checked when the lab is read, before
+// the kernel source is unpacked.
+func TestCheckFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file, body, want string
+	}{
+		{"patches/s1/README", "notes\n", `series "s1": ` + "%ROOT%/patches/s1/README: not a patch file"},
+		{"patches/s1/0002-y.patch", "From: a\nSubject: [PATCH 2/2] y\n\nwords\n", `"y" has no diff`},
+		{"kernel-config/common.config", "CONFIG_SMP=y\nCONFIG_A\n", `config fragment "common.config": %ROOT%/kernel-config/common.config:2: "CONFIG_A" has no =`},
+		{"kernel-config/x86_64.config", "CONFIG_A=yes\n", `the x86_64 config fragment: %ROOT%/kernel-config/x86_64.config:1: CONFIG_A=yes: "yes" is not a Kconfig value`},
+	} {
+		root := checkout(t)
+		if err := os.WriteFile(filepath.Join(root, tc.file), []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ParseOn(filepath.Join(root, "labs", "t.yaml"), []byte(good), testHost)
+		if want := strings.ReplaceAll(tc.want, "%ROOT%", root); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", tc.file, err, want)
+		}
+	}
+}
+
+func TestReadHost(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(p, []byte("MemFree:  1000 kB\nMemTotal:       16318212 kB\n"), 0o644)
+	if h := readHost(p); h.MemoryMiB != 15935 {
+		t.Errorf("MemTotal 16318212 kB = %d MiB, want 15935", h.MemoryMiB)
+	}
+	if h := readHost(filepath.Join(t.TempDir(), "none")); h.MemoryMiB != 0 {
+		t.Errorf("no meminfo: %d MiB, want 0 (unknown)", h.MemoryMiB)
+	}
+}

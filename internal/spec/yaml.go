@@ -1,0 +1,455 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// A lab file is read in three steps, each with its own messages: the text
+// (checkText: not binary, no tab indents, not empty), the YAML syntax
+// (goccy/go-yaml's parser, which reports the line where the mistake is),
+// then decode, which fills the Lab from the syntax tree itself instead of
+// leaving it to the library: the library's type errors name Go types
+// ("cannot unmarshal !!str into []string") and it truncates 1.5 to 1 in an
+// int. decode also records which keys the file gave, and on which line, so
+// that a key set to 0 is a value and not "unset".
+
+// doc is what decode learnt of a lab file: the line of every key and list
+// item it gave, by path ("matrix.producers.1").
+type doc struct {
+	file    string
+	lines   map[string]int
+	anchors map[string]ast.Node
+}
+
+// given reports whether the file gave the key at path.
+func (d *doc) given(path string) bool {
+	if d == nil {
+		return false
+	}
+	_, ok := d.lines[path]
+	return ok
+}
+
+// line is the line of the deepest part of path the file gave, 0 without a
+// document (a value that came from the command line).
+func (d *doc) line(path ...string) int {
+	if d == nil {
+		return 0
+	}
+	for i := len(path); i > 0; i-- {
+		if l, ok := d.lines[strings.Join(path[:i], ".")]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// emptyOK are the lists that may be empty: the rest need an item, since an
+// empty list would either run nothing or be replaced by a default.
+var emptyOK = map[string]bool{"claims": true, "console_expect": true}
+
+// parseYAML checks data and decodes it into lab.
+func parseYAML(file string, data []byte, lab *Lab) (*doc, error) {
+	if err := checkText(file, data); err != nil {
+		return nil, err
+	}
+	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // an editor's byte-order mark is not a key
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, syntaxError(file, data, err)
+	}
+	var bodies []*ast.DocumentNode
+	for _, dn := range f.Docs {
+		if dn.Body != nil {
+			bodies = append(bodies, dn)
+		}
+	}
+	switch {
+	case len(bodies) == 0:
+		return nil, &Error{File: file, Msg: "empty lab file: it needs at least name: and series: (see labs/uprobe-srcu.yaml)"}
+	case len(bodies) > 1:
+		at := bodies[1].Body.GetToken().Position.Line
+		if bodies[1].Start != nil {
+			at = bodies[1].Start.Position.Line
+		}
+		return nil, &Error{File: file, Line: at, Msg: "a second YAML document starts here (---): a lab file is one document; remove the --- and what follows, or move it to a lab file of its own"}
+	}
+	d := &doc{file: file, lines: map[string]int{}, anchors: map[string]ast.Node{}}
+	body := bodies[0].Body
+	if k := body.Type(); k != ast.MappingType && k != ast.MappingValueType {
+		return nil, &Error{File: file, Line: body.GetToken().Position.Line,
+			Msg: fmt.Sprintf("a lab file is a set of keys (name: ..., series: ..., matrix: ...), not %s", describe(body))}
+	}
+	return d, d.decode(body, reflect.ValueOf(lab).Elem(), "")
+}
+
+// checkText rejects what is not a YAML text before parsing: binary files
+// (the parser takes most bytes for a string), and tabs in indentation,
+// which YAML forbids but the parser sometimes reads without a word.
+func checkText(file string, data []byte) error {
+	text := strings.TrimPrefix(string(data), "\uFEFF")
+	block := -1 // indentation of the key that opened a block scalar (| or >), -1 outside one
+	for i, l := range strings.Split(text, "\n") {
+		at := func(msg string) error { return &Error{File: file, Line: i + 1, Msg: msg} }
+		if !utf8.ValidString(l) {
+			return at("not a text file (bytes that are not UTF-8): a lab file is YAML text, e.g. labs/uprobe-srcu.yaml")
+		}
+		for _, r := range strings.TrimSuffix(l, "\r") {
+			if r != '\t' && (r < ' ' || r == 0x7f) {
+				return at(fmt.Sprintf("not a text file (control character %U): a lab file is YAML text, e.g. labs/uprobe-srcu.yaml", r))
+			}
+		}
+		indent := len(l) - len(strings.TrimLeft(l, " \t"))
+		if block >= 0 && (strings.TrimSpace(l) == "" || indent > block) {
+			continue // a block scalar's text may hold tabs
+		}
+		block = -1
+		if strings.Contains(l[:indent], "\t") {
+			return at("a tab in the indentation: YAML indents with spaces only; replace the tab with spaces")
+		}
+		if blockStart.MatchString(l) {
+			block = indent
+		}
+	}
+	return nil
+}
+
+// blockStart is a line whose value is a block scalar: "description: |".
+var blockStart = regexp.MustCompile(`:\s+[|>][-+0-9]*\s*(#.*)?\r?$`)
+
+// syntaxRewrites say the parser's messages in a lab file's terms.
+var syntaxRewrites = []struct{ has, say string }{
+	{"that cannot start any token", "a character YAML does not allow here"},
+	{"',' or ']' must be specified", "a [ list is not closed: write lists as [a, b] on one line, or one \"- item\" per line"},
+	{"could not find flow mapping end token", "a { is not closed: write {key: value, key: value} on one line"},
+	{"could not find end character of double-quoted text", "a \" is not closed: end the quoted text on the same line"},
+	{"could not find end character of single-quoted text", "a ' is not closed: end the quoted text on the same line"},
+	{"mapping value is not allowed in this context", "a second \": \" on one line: put text that holds \": \" in quotes"},
+	{"value is not allowed in this context", "this line's indentation does not fit: keys of one block start in the same column, two spaces in from their parent"},
+	{"unexpected key name", "this line is not key: value: put a colon and a space after the key"},
+	{"non-map value is specified", "this line is not key: value: put a colon and a space after the key"},
+	{"is a reserved character", "a value cannot start with @ or `: put it in quotes"},
+}
+
+// syntaxError makes the parser's error one line at file:line.
+func syntaxError(file string, data []byte, err error) error {
+	var ye yaml.Error
+	if !errors.As(err, &ye) || ye.GetToken() == nil {
+		return &Error{File: file, Msg: "not YAML: " + strings.SplitN(err.Error(), "\n", 2)[0]}
+	}
+	msg, line := ye.GetMessage(), ye.GetToken().Position.Line
+	if dup := duplicateKey.FindStringSubmatch(msg); dup != nil {
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf("key %q is given twice (first at line %s): keep one", dup[1], dup[2])}
+	}
+	for _, r := range syntaxRewrites {
+		if strings.Contains(msg, r.has) {
+			msg = r.say + " (YAML: " + msg + ")"
+			break
+		}
+	}
+	return &Error{File: file, Line: line, Msg: msg}
+}
+
+var duplicateKey = regexp.MustCompile(`mapping key "([^"]*)" already defined at \[(\d+):`)
+
+var durationType = reflect.TypeOf(Duration{})
+
+// decode fills v from n; path names n for lines and messages.
+func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
+	n, err := d.resolve(n)
+	if err != nil {
+		return err
+	}
+	if n.Type() == ast.NullType {
+		if t := v.Type(); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+			return d.errAt(n, "%s has nothing under it: indent its keys by two spaces under %s:", show(path), key(path))
+		}
+		return d.errAt(n, "%s has no value: give one, or remove the line for the default", show(path))
+	}
+	switch t := v.Type(); {
+	case t == durationType:
+		return d.duration(n, v, path)
+	case t.Kind() == reflect.Pointer:
+		v.Set(reflect.New(t.Elem()))
+		return d.decode(n, v.Elem(), path)
+	case t.Kind() == reflect.Struct:
+		return d.mapping(n, v, path)
+	case t.Kind() == reflect.Slice:
+		return d.list(n, v, path)
+	case t.Kind() == reflect.String:
+		s, ok := scalar(n)
+		if !ok {
+			return d.errAt(n, "%s takes one value, not %s: write e.g. %s: %s", show(path), describe(n), key(path), example(path))
+		}
+		v.SetString(s)
+		return nil
+	case t.Kind() == reflect.Int:
+		return d.integer(n, v, path)
+	case t.Kind() == reflect.Bool:
+		b, ok := n.(*ast.BoolNode)
+		if !ok {
+			return d.errAt(n, "%s: %s: write true or false", show(path), text(n))
+		}
+		v.SetBool(b.Value)
+		return nil
+	}
+	return fmt.Errorf("spec: no YAML decoding for %s (a bug in lab)", v.Type())
+}
+
+// resolve looks through tags, anchors and aliases to the value.
+func (d *doc) resolve(n ast.Node) (ast.Node, error) {
+	for {
+		switch x := n.(type) {
+		case *ast.TagNode:
+			n = x.Value
+		case *ast.AnchorNode:
+			if x.Name != nil {
+				d.anchors[x.Name.GetToken().Value] = x.Value
+			}
+			n = x.Value
+		case *ast.AliasNode:
+			name := x.Value.GetToken().Value
+			target, ok := d.anchors[name]
+			if !ok {
+				return nil, d.errAt(x, "*%s: no &%s anchor above it", name, name)
+			}
+			n = target
+		default:
+			if n == nil {
+				return nil, fmt.Errorf("spec: empty YAML node (a bug in lab)")
+			}
+			return n, nil
+		}
+	}
+}
+
+// mapping fills the struct v from the keys of n, rejecting keys that no
+// field takes with the keys that would have been accepted.
+func (d *doc) mapping(n ast.Node, v reflect.Value, path string) error {
+	fields, names := yamlFields(v.Type())
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		return d.errAt(n, "%s takes keys under it (%s), not %s", show(path), strings.Join(names, ", "), describe(n))
+	}
+	for _, p := range pairs {
+		k, ok := scalar(p.Key)
+		if !ok {
+			return d.errAt(p.Key, "a key must be a name, not %s", describe(p.Key))
+		}
+		i, ok := fields[k]
+		if !ok {
+			in := ""
+			if path != "" {
+				in = " in " + show(path)
+			}
+			return d.errAt(p.Key, "unknown key %q%s (known: %s)", k, in, strings.Join(names, ", "))
+		}
+		sub := join(path, k)
+		d.lines[sub] = p.Key.GetToken().Position.Line
+		if err := d.decode(p.Value, v.Field(i), sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yamlFields maps a struct's YAML keys to field indexes, with the keys sorted.
+func yamlFields(t reflect.Type) (map[string]int, []string) {
+	fields := map[string]int{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = i
+		names = append(names, tag)
+	}
+	sort.Strings(names)
+	return fields, names
+}
+
+// list fills the slice v from the items of n.
+func (d *doc) list(n ast.Node, v reflect.Value, path string) error {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		if s, isScalar := scalar(n); isScalar {
+			return d.errAt(n, "%s takes a list, even of one: write %s: [%s]", show(path), key(path), s)
+		}
+		return d.errAt(n, "%s takes a list, not %s: start each item with \"- \" or write [a, b]", show(path), describe(n))
+	}
+	if len(seq.Values) == 0 && !emptyOK[path] {
+		return d.errAt(n, "%s is an empty list: give at least one item, or remove the line for the default", show(path))
+	}
+	out := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
+	for i, item := range seq.Values {
+		sub := join(path, strconv.Itoa(i))
+		d.lines[sub] = item.GetToken().Position.Line
+		if err := d.decode(item, out.Index(i), sub); err != nil {
+			return err
+		}
+	}
+	v.Set(out)
+	return nil
+}
+
+// integer reads a whole number: 1.5 is an error, not 1.
+func (d *doc) integer(n ast.Node, v reflect.Value, path string) error {
+	in, ok := n.(*ast.IntegerNode)
+	if !ok {
+		if s, isScalar := scalar(n); isScalar {
+			if _, err := strconv.Atoi(s); err == nil {
+				return d.errAt(n, "%s: %q is quoted text: write the number without quotes", show(path), s)
+			}
+			return d.errAt(n, "%s: %s is not a whole number: write e.g. %s: %s", show(path), text(n), key(path), example(path))
+		}
+		return d.errAt(n, "%s takes a whole number, not %s: write e.g. %s: %s", show(path), describe(n), key(path), example(path))
+	}
+	var x int64
+	switch val := in.Value.(type) {
+	case int64:
+		x = val
+	case uint64:
+		if val > math.MaxInt64 {
+			return d.errAt(n, "%s: %s is too large", show(path), text(n))
+		}
+		x = int64(val)
+	}
+	if x > math.MaxInt32 || x < math.MinInt32 {
+		return d.errAt(n, "%s: %s is too large", show(path), text(n))
+	}
+	v.SetInt(x)
+	return nil
+}
+
+// duration reads Go duration syntax (5s, 500ms, 1m30s), or a bare number
+// of seconds (0 is no time at all).
+func (d *doc) duration(n ast.Node, v reflect.Value, path string) error {
+	s, ok := scalar(n)
+	if !ok {
+		return d.errAt(n, "%s takes one duration, not %s: write e.g. %s: 5s", show(path), describe(n), key(path))
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		secs, perr := strconv.ParseFloat(s, 64)
+		if perr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > 1e9 {
+			return d.errAt(n, "%s: %q is not a duration: write e.g. 5s or 500ms", show(path), s)
+		}
+		dur = time.Duration(secs * float64(time.Second))
+	}
+	v.Set(reflect.ValueOf(Duration{dur}))
+	return nil
+}
+
+func (d *doc) errAt(n ast.Node, format string, args ...any) error {
+	return &Error{File: d.file, Line: n.GetToken().Position.Line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// scalar is the text of a one-value node: a string, number or boolean.
+func scalar(n ast.Node) (string, bool) {
+	switch x := n.(type) {
+	case *ast.StringNode:
+		return x.Value, true
+	case *ast.LiteralNode:
+		return x.Value.Value, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return x.GetToken().Value, true
+	}
+	return "", false
+}
+
+// text is n as the user wrote it, for messages.
+func text(n ast.Node) string {
+	if s, ok := scalar(n); ok {
+		if _, isString := n.(*ast.StringNode); isString {
+			return strconv.Quote(s)
+		}
+		return s
+	}
+	return describe(n)
+}
+
+// describe names what n is, in a lab file's terms.
+func describe(n ast.Node) string {
+	switch n.Type() {
+	case ast.MappingType, ast.MappingValueType:
+		return "a set of keys"
+	case ast.SequenceType:
+		return "a list"
+	case ast.NullType:
+		return "nothing"
+	}
+	if s, ok := scalar(n); ok {
+		return fmt.Sprintf("the value %q", s)
+	}
+	return "that"
+}
+
+// examples are what the messages suggest writing, by path (without list
+// indexes) or by key.
+var examples = map[string]string{
+	"name": "uprobe-srcu", "description": "what the series does", "series": "uprobe-srcu", "mode": "revert",
+	"tarball": DefaultTarball, "package": DefaultPackage, "git": "/path/to/linux", "base": "v6.12",
+	"config": "[common.config]", "console_expect": "['ok 1 kprobes_test']",
+	"memory": "1G", "boots": "5", "maxactive": "32", "sockets": "2", "clusters": "2", "cores": "4", "threads": "1",
+	"measure": "auto", "pin": "auto", "benchmark": "uprobe-nop", "direction": "faster", "min": "2%", "note": "the author's figures",
+	"matrix.cpus": "[2]", "matrix.producers": "[1, 2]", "matrix.numa": "[1, 2]", "matrix.arch": "[x86_64]",
+	"matrix.benchmarks": "[uprobe-nop]", "claims.producers": "[1]",
+	"matrix.numa_layout.nodes.cpus": "0-3", "matrix.numa_layout.distances": "[[10, 20], [20, 10]]",
+}
+
+func example(path string) string {
+	if e, ok := examples[show(path)]; ok {
+		return e
+	}
+	if e, ok := examples[key(path)]; ok {
+		return e
+	}
+	return "VALUE"
+}
+
+// key is the last name in path ("producers" for "claims.0.producers").
+func key(path string) string {
+	parts := strings.Split(show(path), ".")
+	return parts[len(parts)-1]
+}
+
+// show is path without list indexes: "claims.producers".
+func show(path string) string {
+	var keep []string
+	for _, p := range strings.Split(path, ".") {
+		if _, err := strconv.Atoi(p); err != nil {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 {
+		return "the lab file"
+	}
+	return strings.Join(keep, ".")
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
