@@ -80,7 +80,10 @@ func Headline(r *results.Run) string {
 	ends := fmt.Sprintf("%s %s between the ends (%s)", bi.Figure, changeText(bi, bi.Change), where)
 	steps, boots := measuredSteps(bi), bi.Boots
 	n := len(bi.Steps) - 1
-	cost := fmt.Sprintf("%d steps and %d boots for %d patches (⌈log2 n⌉ + 2 = %d steps)", steps, boots, n, int(math.Ceil(math.Log2(float64(max(n, 1)))))+2)
+	cost := fmt.Sprintf("%d steps between the ends and %d boots for %d patches (a bisect needs about ⌈log2 n⌉ = %d)", steps, boots, n, int(math.Ceil(math.Log2(float64(max(n, 1))))))
+	if bi.Each {
+		cost = fmt.Sprintf("every one of the %d steps measured, %d boots", n+1, boots)
+	}
 	switch bi.Outcome {
 	case NoChange:
 		return fmt.Sprintf("lab bisect: the ends do not differ: %s; nothing to bisect.", ends)

@@ -16,6 +16,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
+	"lab/internal/kconfig"
 	"lab/internal/progress"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -238,6 +239,9 @@ func (b *bisector) prepare(ctx context.Context) error {
 	}
 	b.tree = tree
 	b.run.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
+	if err := kconfig.CheckSymbols(tree.Dir, b.lab.Fragments(b.plan.Arch.Name)); err != nil {
+		return err
+	}
 	if b.opt.Good != "" {
 		err = b.rangeSteps(ctx)
 	} else {

@@ -285,16 +285,21 @@ func endName(k, n int) string {
 	return "bad"
 }
 
-// floor is the smallest change, in percent, the ends' controls let this
-// bisect resolve under icount: three times their largest relative spread or
-// change, at least 0.01 % (as lab run's icount tables); 0 under the wall
-// clock, where the U test decides.
+// floor is the smallest change, in percent, this bisect resolves under
+// icount: three times the largest relative spread or change of the ends'
+// controls (as lab run's icount tables), and three times the followed
+// figure's own spread at either end (short or cold samples repeat less
+// well than 0.01 %), at least 0.01 %; 0 under the wall clock, where the U
+// test decides.
 func (s *search) floor() float64 {
 	if !s.mode.ICount {
 		return 0
 	}
 	floor := 0.01
 	good, bad := s.res.Steps[0].Obs, s.res.Steps[s.n].Obs
+	for _, end := range []Step{s.res.Steps[0], s.res.Steps[s.n]} {
+		floor = math.Max(floor, 3*100*stats.Summarize(end.Values()).CV())
+	}
 	names := map[string]bool{}
 	for _, o := range append(append([]Obs(nil), good...), bad...) {
 		for c := range o.Controls {
@@ -536,6 +541,11 @@ func (s *search) finish(lo, hi int) *Result {
 		if st.Verdict == Neither {
 			neither++
 		}
+	}
+	if r.Outcome == Attributed {
+		// Every step was measured: the table shares the change out, and a
+		// figure that goes up then down is there to see.
+		return r
 	}
 	if len(odd) > 0 || neither > 0 || (r.Outcome == Found && (r.Explains < 0.5 || r.Explains > 1.5)) {
 		why := fmt.Sprintf("the culprit explains %.0f %% of the change", 100*r.Explains)

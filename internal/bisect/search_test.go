@@ -255,3 +255,18 @@ func TestInfraStops(t *testing.T) {
 		t.Errorf("an end that does not build: %v", err)
 	}
 }
+
+// Under icount with short or cold samples the figure repeats less well
+// than the controls: the floor takes the ends' own spread, so a step within
+// it is like an end, not "neither".
+func TestFloorIncludesTheFiguresSpread(t *testing.T) {
+	vals := step(1, 2, 0.07)
+	env := newFake(vals, 0.0004)
+	r, err := Each(context.Background(), env, icount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FloorPct <= 0.01 || r.Steps[1].Verdict != LikeBad {
+		t.Errorf("floor %.4f %%, step 1 %s (ends %v / %v)", r.FloorPct, r.Steps[1].Verdict, r.Steps[0].Values(), r.Steps[2].Values())
+	}
+}
