@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -374,15 +373,9 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 // last touched that file; make's output follows.
 func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) string {
 	msg := be.Err.Error()
-	m := compilerError.FindStringSubmatch(msg)
-	if m == nil {
+	file, line := be.CompilerError()
+	if file == "" {
 		return msg
-	}
-	file := compilerFile(msg)
-	where := strings.TrimPrefix(m[0], m[1]) // ":2466:25: error:"
-	line := m[0]
-	if i := strings.Index(msg, m[0]); i >= 0 {
-		line, _, _ = strings.Cut(msg[i:], "\n")
 	}
 	for j := k; j >= 1; j-- {
 		changed, err := b.tree.Changed(ctx, b.steps[j-1].Commit, b.steps[j].Commit)
@@ -391,7 +384,8 @@ func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) stri
 		}
 		for _, c := range changed {
 			if sameFile(file, c) {
-				return fmt.Sprintf("%s%s%s (%s touched %s)\n%s", c, where, strings.TrimPrefix(line, m[0]), b.steps[j].Name, c, msg)
+				// The compiler's path with the tree's in front of its line.
+				return fmt.Sprintf("%s%s (%s touched %s)\n%s", c, strings.TrimPrefix(line, file), b.steps[j].Name, c, msg)
 			}
 		}
 	}
@@ -589,23 +583,6 @@ func contains[T comparable](s []T, v T) bool {
 	}
 	return false
 }
-
-// compilerFile is the source file of the first compiler error in a build's
-// output ("kernel/events/uprobes.c:1234:5: error: ..."), relative to the
-// tree as far as it can tell.
-func compilerFile(out string) string {
-	m := compilerError.FindStringSubmatch(out)
-	if m == nil {
-		return ""
-	}
-	f := m[1]
-	for strings.HasPrefix(f, "../") {
-		f = strings.TrimPrefix(f, "../")
-	}
-	return f
-}
-
-var compilerError = regexp.MustCompile(`([\w./+-]+\.(?:c|h|S|lds)):\d+(?::\d+)?: (?:fatal )?error:`)
 
 // sameFile says whether the compiler's path names the tree's file (the
 // compiler may print it with the source directory in front).

@@ -7,8 +7,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
+
+	"lab/internal/proc"
 )
 
 // Git runs git commands in Dir.
@@ -18,7 +19,7 @@ type Git struct{ Dir string }
 func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 	full := append([]string{"-c", "user.name=lab", "-c", "user.email=lab@localhost",
 		"-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "advice.detachedHead=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd := proc.Command(ctx, "git", full...)
 	cmd.Dir = g.Dir
 	cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=1970-01-01T00:00:00Z", "GIT_AUTHOR_DATE=1970-01-01T00:00:00Z")
 	var out bytes.Buffer

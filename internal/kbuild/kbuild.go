@@ -15,10 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"lab/internal/proc"
 
 	"lab/internal/arch"
 	"lab/internal/kconfig"
@@ -259,7 +262,7 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 	}
 	args := append([]string{"O=" + out}, a.MakeArgs()...)
 	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
-	cmd := exec.CommandContext(ctx, "make", args...)
+	cmd := proc.Command(ctx, "make", args...)
 	cmd.Dir = b.SrcDir
 	cmd.Env = append(os.Environ(),
 		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),
@@ -339,6 +342,20 @@ func (e *BuildError) Error() string {
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
+
+// compilerError is a compiler's error line: FILE:LINE[:COL]: [fatal ]error:.
+var compilerError = regexp.MustCompile(`([\w./+-]+\.(?:c|h|S|lds|rs)):(\d+)(?::\d+)?: (?:fatal )?error:[^\n]*`)
+
+// CompilerError is the first compiler error of the build's output: the
+// source file (as the compiler printed it) and the whole line; "" when the
+// build failed otherwise (a link error, a missing tool).
+func (e *BuildError) CompilerError() (file, line string) {
+	m := compilerError.FindStringSubmatch(e.Err.Error())
+	if m == nil {
+		return "", ""
+	}
+	return m[1], m[0]
+}
 
 func short(commit string) string {
 	if len(commit) > 12 {

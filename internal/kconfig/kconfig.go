@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"lab/internal/proc"
 )
 
 // Option is one line of a fragment.
@@ -297,7 +299,7 @@ func blockDeps(path string, start int) string {
 // and verifies the result.
 func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
 	run := func(name string, args ...string) error {
-		cmd := exec.CommandContext(ctx, name, args...)
+		cmd := proc.Command(ctx, name, args...)
 		cmd.Dir = srcDir
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {

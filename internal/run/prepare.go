@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -141,7 +142,7 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		for _, v := range variant.Both {
 			k, err := r.kernel(ctx, tree, a, v, commits.Get(v))
 			if err != nil {
-				return nil, err
+				return nil, blame(err, ser)
 			}
 			art.Kernels = append(art.Kernels, k)
 		}
@@ -171,6 +172,26 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// blame puts first, for a kernel that does not compile, the compiler's
+// error and the patches of the series that touch its file.
+func blame(err error, ser *series.Series) error {
+	var be *kbuild.BuildError
+	if !errors.As(err, &be) {
+		return err
+	}
+	file, line := be.CompilerError()
+	if file == "" {
+		return err
+	}
+	who := "no patch of the series touches it"
+	if ps := ser.Touching(strings.TrimLeft(file, "./")); len(ps) > 0 {
+		who = "touched by " + strings.Join(ps, ", ")
+	} else if ps := ser.Touching(file); len(ps) > 0 {
+		who = "touched by " + strings.Join(ps, ", ")
+	}
+	return fmt.Errorf("%s (%s)\n%w", line, who, err)
 }
 
 // kernel finds the kernel of one variant in the cache or builds it.

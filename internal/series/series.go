@@ -30,6 +30,9 @@ type Patch struct {
 	// CRLF: every line ends in \r\n, as a mail client may save a patch;
 	// Apply and Revert feed git a copy with \n endings.
 	CRLF bool
+	// Files are the paths the patch changes (its "+++ b/" and "--- a/"
+	// lines), to name the patch behind a compiler error.
+	Files []string
 }
 
 // Series is an ordered list of patches.
@@ -130,7 +133,7 @@ func readPatch(p string) (Patch, string, error) {
 		return Patch{}, "", fmt.Errorf("%s: %q has no diff: nothing to apply", p, subj)
 	}
 	sum := sha256.Sum256(data)
-	return Patch{Path: p, Name: name, Subject: subj, SHA256: hex.EncodeToString(sum[:]), CRLF: crlf}, "", nil
+	return Patch{Path: p, Name: name, Subject: subj, SHA256: hex.EncodeToString(sum[:]), CRLF: crlf, Files: touched(text)}, "", nil
 }
 
 // mboxFrom is the "From " line that starts each mail of an mbox (git
@@ -138,6 +141,43 @@ func readPatch(p string) (Patch, string, error) {
 var mboxFrom = regexp.MustCompile(`(?m)^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) `)
 
 func mails(text string) int { return len(mboxFrom.FindAllStringIndex(text, -1)) }
+
+// touched lists the files a patch changes, in the order of its diff.
+func touched(text string) []string {
+	var files []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		var f string
+		switch {
+		case strings.HasPrefix(l, "+++ b/"):
+			f = strings.TrimPrefix(l, "+++ b/")
+		case strings.HasPrefix(l, "--- a/"):
+			f = strings.TrimPrefix(l, "--- a/")
+		default:
+			continue
+		}
+		if f = strings.TrimSpace(f); f != "" && !seen[f] {
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// Touching names the patches of the series that change file (a path in
+// the tree, or one ending in it, as a compiler may print it).
+func (s *Series) Touching(file string) []string {
+	var out []string
+	for _, p := range s.Patches {
+		for _, f := range p.Files {
+			if f == file || strings.HasSuffix(file, "/"+f) {
+				out = append(out, p.Name)
+				break
+			}
+		}
+	}
+	return out
+}
 
 // hasDiff reports whether the mail carries a diff git can apply.
 func hasDiff(text string) bool {

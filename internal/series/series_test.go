@@ -208,3 +208,22 @@ func TestCRLF(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A series names the patches that change a file, however the compiler
+// printed its path.
+func TestTouching(t *testing.T) {
+	s := &Series{Patches: []Patch{
+		{Name: "0001-a.patch", Files: touched("--- a/kernel/events/uprobes.c\n+++ b/kernel/events/uprobes.c\n")},
+		{Name: "0002-b.patch", Files: touched("--- a/init/main.c\n+++ b/init/main.c\n--- /dev/null\n+++ b/kernel/new.c\n")},
+	}}
+	for file, want := range map[string]string{
+		"kernel/events/uprobes.c": "0001-a.patch",
+		"../../../src/tarball-585a4a074597/kernel/events/uprobes.c": "0001-a.patch",
+		"kernel/new.c": "0002-b.patch",
+		"mm/memory.c":  "",
+	} {
+		if got := strings.Join(s.Touching(file), ","); got != want {
+			t.Errorf("Touching(%s) = %q, want %q", file, got, want)
+		}
+	}
+}

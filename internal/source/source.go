@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 
+	"lab/internal/proc"
+
 	"lab/internal/gitcmd"
 	"lab/internal/series"
 	"lab/internal/spec"
@@ -123,7 +125,7 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 			}
 		}
 	}
-	cmd := exec.CommandContext(ctx, "tar", "-xf", tarball, "--strip-components=1", "-C", t.Dir)
+	cmd := proc.Command(ctx, "tar", "-xf", tarball, "--strip-components=1", "-C", t.Dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("extract %s: %w: %s", tarball, err, out)
 	}
@@ -187,7 +189,7 @@ func (t *Tree) finish(ctx context.Context) error {
 	if err := t.Checkout(ctx, t.BaseHash); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, "make", "-s", "-C", t.Dir, "kernelversion").Output()
+	out, err := proc.Command(ctx, "make", "-s", "-C", t.Dir, "kernelversion").Output()
 	if err != nil {
 		return fmt.Errorf("make kernelversion in %s: %w", t.Dir, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -148,6 +149,9 @@ wait:
 		case exitErr = <-exited:
 			break wait
 		case <-tick.C:
+			if why := flooded(c); why != "" {
+				return stalled(FailFlood, why)
+			}
 			if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > lastSize {
 				lastSize, lastLife, limit = fi.Size(), time.Now(), quiet
 				if out.ToAgent == 0 {
@@ -310,26 +314,80 @@ func stop(mon *qmp.SocketMonitor, exited <-chan error, cmd *exec.Cmd) {
 	}
 }
 
-// ReadRecords parses the agent's JSON lines. A torn last line (the guest died
-// mid-write) is dropped; everything before it is kept.
+// What lab reads of a guest, at most: the guest runs a kernel built from
+// someone else's patches, and must not fill lab's memory or disk.
+const (
+	MaxResults = 64 << 20  // the results port: records are a few KB each
+	MaxConsole = 256 << 20 // the console log
+	maxRecord  = 4 << 20   // one record (a result with its samples)
+)
+
+// flooded says how the guest wrote more than lab reads, "" when it did not.
+func flooded(c Config) string {
+	for _, f := range []struct {
+		path, what string
+		max        int64
+	}{{c.ResultsPath(), "the results port", MaxResults}, {c.ConsoleLog(), "the console", MaxConsole}} {
+		if fi, err := os.Stat(f.path); err == nil && fi.Size() > f.max {
+			return fmt.Sprintf("the guest wrote %d MiB to %s, more than lab reads (%d MiB): stopped", fi.Size()>>20, f.what, f.max>>20)
+		}
+	}
+	return ""
+}
+
+// ReadRecords parses the agent's JSON lines, at most MaxResults bytes of
+// them. A torn or malformed line (the guest died mid-write, or wrote
+// garbage) is dropped; everything else is kept.
 func ReadRecords(path string) ([]protocol.Record, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	return DecodeRecords(io.LimitReader(f, MaxResults))
+}
+
+// DecodeRecords reads records from r: one JSON object a line. Lines that
+// are not records (garbage, a torn write, a line over 4 MiB) are skipped.
+func DecodeRecords(r io.Reader) ([]protocol.Record, error) {
 	var recs []protocol.Record
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r protocol.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			continue
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, maxRecord)
+		if len(line) > 0 {
+			var rec protocol.Record
+			if json.Unmarshal(line, &rec) == nil && rec.Type != "" {
+				recs = append(recs, rec)
+			}
 		}
-		recs = append(recs, r)
+		if err == io.EOF {
+			return recs, nil
+		}
+		if err != nil {
+			return recs, err
+		}
 	}
-	return recs, sc.Err()
+}
+
+// readLine returns the next line without its newline; a line longer than
+// max is returned empty (and skipped by the caller) after reading past it.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	long := false
+	for {
+		part, isPrefix, err := br.ReadLine()
+		if !long {
+			line = append(line, part...)
+			if len(line) > max {
+				line, long = nil, true
+			}
+		}
+		if err != nil || !isPrefix {
+			return line, err
+		}
+	}
 }
 
 // countLines counts the complete records in the results file.
@@ -346,7 +404,7 @@ func (c Config) bootError(kind, reason string) error {
 }
 
 func tail(path string, n int) []string {
-	data, err := os.ReadFile(path)
+	data, err := readTail(path, 64<<10)
 	if err != nil {
 		return []string{fmt.Sprintf("(no console log: %v)", err)}
 	}
@@ -361,6 +419,22 @@ func tail(path string, n int) []string {
 }
 
 func panicked(log string) bool {
-	data, _ := os.ReadFile(log)
+	// A panic is the last thing a kernel prints.
+	data, _ := readTail(log, 1<<20)
 	return bytes.Contains(data, []byte("Kernel panic"))
+}
+
+// readTail reads the last max bytes of a file.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
 }

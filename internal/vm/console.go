@@ -3,6 +3,7 @@ package vm
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -37,24 +38,51 @@ var problems = []struct {
 }
 
 // ScanConsole returns the problems the kernel reported in a console log,
-// first match per line.
+// first match per line, reading at most MaxConsole bytes.
 func ScanConsole(path string) ([]Finding, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return ScanConsoleText(io.LimitReader(f, MaxConsole))
+}
+
+// maxFindings bounds what a console full of warnings produces.
+const maxFindings = 100
+
+// ScanConsoleText scans console output. A line over 64 KiB is judged by
+// its first 64 KiB: the kernel's own lines are short, and the guest's are
+// untrusted.
+func ScanConsoleText(r io.Reader) ([]Finding, error) {
 	var out []Finding
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		for _, p := range problems {
-			if p.re.MatchString(line) {
-				out = append(out, Finding{Line: n, Kind: p.kind, Text: strings.TrimSpace(line)})
-				break
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		raw, isPrefix, err := br.ReadLine()
+		line := strings.TrimRight(string(raw), "\r") // a copy: the next read reuses raw
+		for isPrefix && err == nil {
+			_, isPrefix, err = br.ReadLine() // the rest of a long line
+		}
+		if len(line) > 0 || err == nil {
+			for _, p := range problems {
+				if p.re.MatchString(line) {
+					text := strings.TrimSpace(line)
+					if len(text) > 500 {
+						text = text[:500] + "…"
+					}
+					out = append(out, Finding{Line: n, Kind: p.kind, Text: strings.ToValidUTF8(text, "?")})
+					break
+				}
+			}
+			if len(out) >= maxFindings {
+				return out, nil
 			}
 		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
 	}
-	return out, sc.Err()
 }

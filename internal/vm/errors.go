@@ -18,6 +18,7 @@ const (
 	FailAgent     = "agent-error"    // the agent could not go on in this guest
 	FailShape     = "wrong-shape"    // the guest kernel saw another machine than the one asked for
 	FailExpect    = "console-expect" // a console line the lab requires never showed
+	FailFlood     = "flood"          // the guest wrote more than lab reads (results port or console)
 	FailInfra     = "infrastructure" // QEMU could not start or run, QMP, pinning, files: not the kernel's fault
 	FailInterrupt = "interrupted"    // the user stopped lab
 )
@@ -74,7 +75,7 @@ func Kind(err error) string {
 // KernelFault reports whether a failure kind is the kernel's fault.
 func KernelFault(kind string) bool {
 	switch kind {
-	case FailPanic, FailHang, FailStopped, FailProblem, FailAgent, FailShape, FailExpect:
+	case FailPanic, FailHang, FailStopped, FailProblem, FailAgent, FailShape, FailExpect, FailFlood:
 		return true
 	}
 	return false

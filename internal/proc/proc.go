@@ -1,0 +1,30 @@
+// Package proc runs the long commands lab starts (make, tar, git) so that
+// stopping lab stops all of them: each command leads its own process group,
+// cancelling its context kills the whole group (a make's sub-makes doing
+// the real work under O=, tar's xz), and lab waits a bounded time for the
+// pipes to close.
+package proc
+
+import (
+	"context"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// WaitDelay bounds how long Wait waits for a killed command's output pipes.
+const WaitDelay = 5 * time.Second
+
+// Command is exec.CommandContext for a command with children: cancelling
+// ctx kills its process group, and should lab be killed outright, the
+// kernel kills the command (Pdeathsig).
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error {
+		// The negative pid is the group: make and every sub-make.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = WaitDelay
+	return cmd
+}

@@ -1,0 +1,47 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Cancelling kills the grandchildren too, and Wait returns at once, even
+// though a grandchild held the output pipe (as make's sub-make does).
+func TestCancelKillsTheGroup(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pidFile := t.TempDir() + "/pid"
+	cmd := Command(ctx, "sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var grandchild int
+	for i := 0; i < 100 && grandchild == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(pidFile)
+		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	if grandchild == 0 {
+		t.Fatal("the grandchild did not start")
+	}
+	start := time.Now()
+	cancel()
+	cmd.Wait()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Wait took %v after cancel", d)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := syscall.Kill(grandchild, 0); err == nil {
+		// It may be a zombie until reaped by init; check its state.
+		data, _ := os.ReadFile("/proc/" + strconv.Itoa(grandchild) + "/stat")
+		if !strings.Contains(string(data), ") Z ") {
+			t.Errorf("grandchild %d still running: %s", grandchild, data)
+		}
+	}
+}
