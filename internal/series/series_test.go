@@ -217,7 +217,7 @@ func TestTouching(t *testing.T) {
 		{Name: "0002-b.patch", Files: touched("--- a/init/main.c\n+++ b/init/main.c\n--- /dev/null\n+++ b/kernel/new.c\n")},
 	}}
 	for file, want := range map[string]string{
-		"kernel/events/uprobes.c": "0001-a.patch",
+		"kernel/events/uprobes.c":                                   "0001-a.patch",
 		"../../../src/tarball-585a4a074597/kernel/events/uprobes.c": "0001-a.patch",
 		"kernel/new.c": "0002-b.patch",
 		"mm/memory.c":  "",
