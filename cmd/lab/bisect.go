@@ -81,13 +81,13 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 				return err
 			}
 		}
-		var ro run.Options
+		ro := run.Options{Lab: lab}
 		if err := runFlags.Apply(&ro, root); err != nil {
 			return usageError{err.Error()}
 		}
 		opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,
 			Jobs: ro.Jobs, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Good: good.V, Bad: bad.V,
-			Each: each.V, MaxBoots: maxBoots.V, Claim: claim.V}
+			Each: each.V, MaxBoots: maxBoots.V, Claim: claim.V, Sandbox: ro.Sandbox}
 		switch {
 		case bench.IsSet() && claim.IsSet():
 			return usagef("--benchmark and --claim both name the figure: give one")

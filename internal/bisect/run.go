@@ -47,7 +47,8 @@ type Options struct {
 	// lab's series.
 	Good, Bad string
 	Each      bool
-	MaxBoots  int // wall clock: the most boots of a step
+	MaxBoots  int  // wall clock: the most boots of a step
+	Sandbox   bool // build in a bubblewrap namespace
 	Host      *run.Host
 }
 
@@ -249,7 +250,7 @@ func (b *bisector) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log, Progress: b.rep.Build}
+	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log, Progress: b.rep.Build, Sandboxed: b.opt.Sandbox}
 	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)
 	img, err := initramfs.Build(ctx, b.opt.ModuleRoot, b.plan.Arch.GOARCH, b.opt.CacheDir, log)
 	if err != nil {

@@ -89,6 +89,10 @@ type Builder struct {
 	Jobs     int       // make -j; 0 means host CPUs
 	Log      io.Writer // build output (make's full log)
 	Progress func(compiled, expected int, elapsed time.Duration)
+	// Sandboxed runs make and the Kconfig scripts in a bubblewrap namespace
+	// (a series' Makefiles are code from outside) where only the build
+	// directory and ccache's are writable, and there is no network.
+	Sandboxed bool
 	// KconfigID identifies the checked-out tree's Kconfig files. When it and
 	// the fragments match the last configuration of the build directory,
 	// the .config is reused (and still verified) instead of regenerated.
@@ -218,6 +222,17 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	return info, nil
 }
 
+// sandbox is where make runs for the build directory out: nil (the host)
+// unless Sandboxed.
+func (b *Builder) sandbox(out string) *proc.Sandbox {
+	if !b.Sandboxed {
+		return nil
+	}
+	ccache := filepath.Join(b.CacheDir, "ccache")
+	os.MkdirAll(ccache, 0o755)
+	return &proc.Sandbox{Writable: []string{out, ccache}}
+}
+
 // configure makes the build directory's .config, unless the one there was
 // made from the same fragments, Kconfig files and compiler.
 func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out string) error {
@@ -241,7 +256,7 @@ func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out str
 		}
 	}
 	os.Remove(stampPath)
-	if err := kconfig.Merge(ctx, b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+	if err := kconfig.MergeIn(ctx, b.sandbox(out), b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
 		return err
 	}
 	if stamp != "" {
@@ -262,7 +277,7 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 	}
 	args := append([]string{"O=" + out}, a.MakeArgs()...)
 	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
-	cmd := proc.Command(ctx, "make", args...)
+	cmd := b.sandbox(out).Command(ctx, "make", args...)
 	cmd.Dir = b.SrcDir
 	cmd.Env = append(os.Environ(),
 		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),

@@ -298,8 +298,13 @@ func blockDeps(path string, start int) string {
 // the fragments with scripts/kconfig/merge_config.sh, runs olddefconfig
 // and verifies the result.
 func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
+	return MergeIn(ctx, nil, srcDir, buildDir, makeArgs, fragments, log)
+}
+
+// MergeIn is Merge with the tree's scripts run in a sandbox (nil: none).
+func MergeIn(ctx context.Context, sb *proc.Sandbox, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
 	run := func(name string, args ...string) error {
-		cmd := proc.Command(ctx, name, args...)
+		cmd := sb.Command(ctx, name, args...)
 		cmd.Dir = srcDir
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {

@@ -28,3 +28,36 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd.WaitDelay = WaitDelay
 	return cmd
 }
+
+// Sandbox runs commands in a bubblewrap (bwrap) namespace: the host read-
+// only, no network, a private /tmp, and only the Writable folders writable.
+// A series' Makefiles and Kconfig scripts run on the host during a build:
+// from outside lab's checkout they are untrusted.
+type Sandbox struct {
+	Writable []string
+}
+
+// Command is Command for name, inside the sandbox when s is not nil.
+func (s *Sandbox) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if s == nil {
+		return Command(ctx, name, args...)
+	}
+	return Command(ctx, "bwrap", append(s.Args(), append([]string{"--", name}, args...)...)...)
+}
+
+// Args are bwrap's arguments before the command.
+func (s *Sandbox) Args() []string {
+	args := []string{
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid",
+		// Killing bwrap (lab stopped, or died) ends the build inside.
+		"--die-with-parent",
+	}
+	for _, w := range s.Writable {
+		args = append(args, "--bind", w, w)
+	}
+	return args
+}

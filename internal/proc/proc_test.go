@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,5 +44,30 @@ func TestCancelKillsTheGroup(t *testing.T) {
 		if !strings.Contains(string(data), ") Z ") {
 			t.Errorf("grandchild %d still running: %s", grandchild, data)
 		}
+	}
+}
+
+// Inside the sandbox the host is read-only but for the writable folders,
+// and there is no network.
+func TestSandbox(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bwrap not installed (Debian package bubblewrap; ./scripts/install-deps installs it)")
+	}
+	w, ro := t.TempDir(), t.TempDir()
+	s := &Sandbox{Writable: []string{w}}
+	run := func(script string) error {
+		return s.Command(context.Background(), "sh", "-c", script).Run()
+	}
+	if err := run("echo ok > " + w + "/f"); err != nil {
+		t.Errorf("writing a writable folder: %v", err)
+	}
+	if err := run("echo no > " + ro + "/f"); err == nil {
+		t.Error("wrote outside the writable folders")
+	}
+	if err := run("cat /proc/net/dev | grep -q eth0"); err == nil {
+		t.Error("a network device inside the sandbox")
+	}
+	if err := (*Sandbox)(nil).Command(context.Background(), "true").Run(); err != nil {
+		t.Errorf("no sandbox: %v", err)
 	}
 }

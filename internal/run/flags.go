@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"lab/internal/flagval"
 	"lab/internal/variant"
@@ -21,6 +22,7 @@ type Flags struct {
 	Parallel flagval.Int
 	Shard    flagval.String
 	NoBuild  flagval.Bool
+	Sandbox  flagval.String
 }
 
 // RegisterFlags adds the run options to fs.
@@ -33,6 +35,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Only, "only", "boot only this variant (baseline or patched): for soak and debugging runs")
 	fs.Var(&f.Shard, "shard", "K/N: boot only this shard's pairs of boots (0 <= K < N); lab merge makes one run of the shards")
 	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
+	fs.Var(&f.Sandbox, "sandbox", "build in a bubblewrap namespace (no network, read-only host): auto (when the lab and its series come from outside lab's checkout), on or off")
 	fs.Var(&f.Parallel, "parallel", "boots at once (default: the host's CPUs under icount, 1 under the wall clock, where more is a caveat)")
 }
 
@@ -54,6 +57,17 @@ func (f *Flags) Apply(opt *Options, root string) error {
 		opt.Shard = sh
 	}
 	opt.NoBuild = f.NoBuild.V
+	switch f.Sandbox.V {
+	case "", "auto":
+		// A series from outside lab's own checkout is someone else's code.
+		opt.Sandbox = opt.Lab != nil && !within(opt.Lab.Root, root)
+	case "on":
+		opt.Sandbox = true
+	case "off":
+		opt.Sandbox = false
+	default:
+		return fmt.Errorf("--sandbox %q: want auto, on or off", f.Sandbox.V)
+	}
 	switch f.Accel.V {
 	case "", "kvm", "tcg":
 	default:
@@ -72,6 +86,12 @@ func (f *Flags) Apply(opt *Options, root string) error {
 		opt.ResultsDir = filepath.Join(root, "results")
 	}
 	return nil
+}
+
+// within reports whether dir is root or below it.
+func within(dir, root string) bool {
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // DefaultCache is $LAB_CACHE, or ~/.cache/lab.

@@ -29,7 +29,7 @@ import (
 // milliseconds.
 type Env interface {
 	// Check fails, before anything is written, when the host lacks a tool.
-	Check(lab *spec.Lab) error
+	Check(lab *spec.Lab, opt Options) error
 	// Prepare makes the source, the variants, the kernels and the
 	// initramfs images, from the cache where it can.
 	Prepare(ctx context.Context, r *Runner) (*Artifacts, error)
@@ -68,7 +68,7 @@ func (a *Artifacts) Initrd(archName string) (string, error) {
 // realEnv builds with kbuild and u-root and boots with QEMU.
 type realEnv struct{}
 
-func (realEnv) Check(lab *spec.Lab) error { return checkTools(lab) }
+func (realEnv) Check(lab *spec.Lab, opt Options) error { return checkTools(lab, opt) }
 
 func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error) {
 	return vm.Boot(ctx, c, deadline, progress)
@@ -201,7 +201,8 @@ func (r *Runner) kernel(ctx context.Context, tree *source.Tree, a arch.Arch, v v
 		return results.Kernel{}, err
 	}
 	label := fmt.Sprintf("%s/%s", a.Name, v)
-	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log, Progress: r.rep.Build}
+	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log,
+		Progress: r.rep.Build, Sandboxed: r.opt.Sandbox}
 	kern, err := k.Get(ctx, a, commit, label)
 	r.rep.BuildDone(label)
 	kern.Variant = v
@@ -223,6 +224,8 @@ type Kernels struct {
 	// the count of the last build of the same directory); otherwise Logf
 	// gets a line every few seconds.
 	Progress func(label string, compiled, expected int, elapsed time.Duration)
+	// Sandboxed builds in a bubblewrap namespace (see kbuild.Builder).
+	Sandboxed bool
 }
 
 // Get returns the kernel of commit for a. label names it in progress lines.
@@ -238,7 +241,7 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	}
 	in := kbuild.Inputs{Tree: treeHash, SourceID: k.Tree.ID, Commit: commit, Arch: a.Name, Fragments: k.Fragments, Compiler: cc}
 	b := &kbuild.Builder{
-		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log,
+		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log, Sandboxed: k.Sandboxed,
 		Progress: func(done, expected int, el time.Duration) {
 			if k.Progress != nil {
 				k.Progress(label, done, expected, el)
@@ -269,15 +272,25 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 }
 
 // checkTools fails early, naming the Debian package, when a tool is missing.
-func checkTools(lab *spec.Lab) error {
+func checkTools(lab *spec.Lab, opt Options) error {
 	need := map[string]string{"make": "make", "git": "git", "tar": "tar", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc"}
+	if opt.NoBuild {
+		need = map[string]string{}
+	}
+	if opt.Sandbox && !opt.NoBuild {
+		need["bwrap"] = "bubblewrap"
+	}
 	for _, name := range lab.Matrix.Arch {
 		a, err := arch.Lookup(name)
 		if err != nil {
 			return err
 		}
-		need[a.QEMU] = a.QEMUPackage
-		need[a.CC()] = a.CCPackage()
+		if !opt.BuildOnly {
+			need[a.QEMU] = a.QEMUPackage
+		}
+		if !opt.NoBuild {
+			need[a.CC()] = a.CCPackage()
+		}
 	}
 	var missing []string
 	for bin, pkg := range need {

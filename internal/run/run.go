@@ -45,6 +45,9 @@ type Options struct {
 	// BuildOnly builds every kernel and initramfs and boots nothing (lab
 	// build); NoBuild boots only what the cache holds (lab run --no-build).
 	BuildOnly, NoBuild bool
+	// Sandbox builds in a bubblewrap namespace: no network, the host
+	// read-only but for the build and ccache directories.
+	Sandbox bool
 }
 
 // Runner holds one run's state.
@@ -113,7 +116,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		return nil, "", err
 	}
 	Parallelize(plans, opt.Parallel, host.CPUs)
-	if err := env.Check(lab); err != nil {
+	if err := env.Check(lab, opt); err != nil {
 		return nil, "", err
 	}
 	id := time.Now().UTC().Format("20060102-150405")

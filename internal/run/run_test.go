@@ -31,7 +31,7 @@ type fakeEnv struct {
 	booted []vm.Config
 }
 
-func (f *fakeEnv) Check(*spec.Lab) error { return nil }
+func (f *fakeEnv) Check(*spec.Lab, Options) error { return nil }
 
 func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	art := &Artifacts{Source: results.Source{Desc: "fake", Version: "6.12.117"}}
@@ -518,5 +518,31 @@ func TestShardAndBuildOnlyRuns(t *testing.T) {
 	res, dir, err = runImpl(context.Background(), opt, tcgHost(), env)
 	if err != nil || len(env.booted) != 0 || len(res.Kernels) != 2 || !strings.Contains(filepath.Base(dir), "build-") {
 		t.Errorf("build only: err %v, %d boots, %d kernels, %s", err, len(env.booted), len(res.Kernels), dir)
+	}
+}
+
+// --sandbox auto builds in a sandbox exactly when the lab comes from
+// outside lab's checkout.
+func TestSandboxAuto(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		labRoot, flag string
+		want          bool
+	}{
+		{root, "", false},
+		{filepath.Join(root, "sub"), "auto", false},
+		{t.TempDir(), "", true},
+		{t.TempDir(), "off", false},
+		{root, "on", true},
+	} {
+		var f Flags
+		f.Sandbox.V = tc.flag
+		opt := Options{Lab: &spec.Lab{Root: tc.labRoot}}
+		if err := f.Apply(&opt, root); err != nil {
+			t.Fatal(err)
+		}
+		if opt.Sandbox != tc.want {
+			t.Errorf("lab in %s, --sandbox %q: sandbox %v, want %v", tc.labRoot, tc.flag, opt.Sandbox, tc.want)
+		}
 	}
 }
