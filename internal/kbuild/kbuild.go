@@ -5,6 +5,7 @@ package kbuild
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"lab/internal/proc"
@@ -315,11 +317,21 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 				tail = tail[1:]
 			}
 		}
+		// A line over 1 MiB ends the scan: keep reading, or make blocks.
+		io.Copy(io.Discard, pr)
 	}()
+	// A make of an earlier lab that was killed outright (SIGKILL) may have
+	// left its sub-makes running in this directory: stop them first.
+	pidFile := filepath.Join(out, ".lab-make.pgid")
+	if err := killStray(pidFile); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
+	os.WriteFile(pidFile, []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	defer os.Remove(pidFile)
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(10 * time.Second)
@@ -377,6 +389,57 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
+}
+
+// killStray kills the process group recorded in pidFile, if any of it is
+// still alive, and waits for it to go: two makes must never share a build
+// directory.
+func killStray(pidFile string) error {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	var pgid int
+	if _, err := fmt.Sscan(string(data), &pgid); err != nil || pgid <= 1 {
+		return os.Remove(pidFile)
+	}
+	if syscall.Kill(-pgid, 0) != nil || !groupBuilds(pgid, filepath.Dir(pidFile)) {
+		// Gone, or the number now belongs to something else.
+		return os.Remove(pidFile)
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	for i := 0; i < 100 && syscall.Kill(-pgid, 0) == nil; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if syscall.Kill(-pgid, 0) == nil {
+		return fmt.Errorf("a make left by a killed lab (process group %d) still runs in %s", pgid, filepath.Dir(pidFile))
+	}
+	return os.Remove(pidFile)
+}
+
+// groupBuilds reports whether a process of group pgid builds in dir: its
+// command line names dir (make O=dir) or it works in it. A recorded group
+// number may have been reused since.
+func groupBuilds(pgid int, dir string) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 3 || f[2] != fmt.Sprint(pgid) {
+			continue
+		}
+		proc := filepath.Dir(st)
+		cmdline, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join(proc, "cwd"))
+		if bytes.Contains(cmdline, []byte(dir)) || strings.HasPrefix(cwd, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // errorContext picks compiler errors out of the last lines of output, or

@@ -4,9 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Every input must change the key; a fragment counts by content, not path.
@@ -102,5 +106,46 @@ func TestLookupDistrustsDamagedEntries(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s: the entry was not removed", name)
 		}
+	}
+}
+
+// A make group left behind by a lab killed outright is stopped before the
+// next make starts in the same build directory.
+func TestKillStray(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "300")
+	cmd.Dir = dir // a make works in (or names) its build directory
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pidFile := filepath.Join(dir, ".lab-make.pgid")
+	os.WriteFile(pidFile, []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	if err := killStray(pidFile); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stray make still runs")
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Error("the pid file stays")
+	}
+	if err := killStray(pidFile); err != nil {
+		t.Errorf("no pid file: %v", err)
+	}
+	// A recorded group that is now something else is left alone.
+	other := exec.Command("sleep", "300")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Process.Kill()
+	os.WriteFile(pidFile, []byte(fmt.Sprint(other.Process.Pid)), 0o644)
+	if err := killStray(pidFile); err != nil || syscall.Kill(other.Process.Pid, 0) != nil {
+		t.Errorf("a process that does not build here was killed: %v", err)
 	}
 }
