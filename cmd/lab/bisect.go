@@ -36,7 +36,7 @@ Exit codes:
   3  the ends do not differ: nothing to bisect
   4  unclear: a range of suspects, an unclear step, or a figure that is not monotonic
   5  infrastructure failure (QEMU could not start, the disk is full)
-  130  interrupted (SIGINT or SIGTERM)
+  130  interrupted by SIGINT (143: SIGTERM)
 
 Flags:
 `
