@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,9 @@ const usage = `usage:
   lab run LAB.yaml [flags]     build, boot and measure baseline against patched
   lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
   lab build LAB.yaml [flags]   build every kernel and initramfs of a run into the cache, boot nothing
+  lab plan LAB.yaml --shards N the units of a run spread over N hosts: --json, or --emit github|k8s|slurm
+  lab submit slurm LAB.yaml    submit a build, a boot array (--shards N) and the merge to Slurm
+  lab merge RUN-DIR... -o DIR  make one run of the shards of a run (lab run --shard K/N)
   lab report RUN-DIR [flags]   regenerate every report of a saved run from its results.json
   lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
   lab table RUN-DIR            print the report of a saved run again
@@ -45,13 +49,31 @@ const usage = `usage:
 const (
 	exitError     = 1   // the command failed
 	exitUsage     = 2   // bad command line
-	exitInterrupt = 130 // SIGINT or SIGTERM, as a shell reports it
+	exitInterrupt = 130 // stopped by a signal: 128 + the signal (130 SIGINT, 143 SIGTERM)
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		// The first signal stops the work: the running guest and build are
+		// stopped and what was measured is saved. A second one does not
+		// wait for that.
+		s := (<-sigs).(syscall.Signal)
+		got.Store(int32(s))
+		fmt.Fprintf(os.Stderr, "\nlab: %s: stopping (again to quit at once)\n", s)
+		cancel()
+		<-sigs
+		os.Exit(128 + int(s))
+	}()
 	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if s := got.Load(); s != 0 && code == exitInterrupt {
+		// As a shell reports a command a signal stopped: 130 for SIGINT,
+		// 143 for SIGTERM.
+		code = 128 + int(s)
+	}
 	os.Exit(code)
 }
 
@@ -75,6 +97,9 @@ func commands() []command {
 		{"run", "build, boot and measure", runCommand},
 		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
 		{"build", "build a run's kernels and initramfs", buildCommand},
+		{"plan", "cut a run into build, boot shards and merge", planCommand},
+		{"submit", "submit a run to Slurm", submitCommand},
+		{"merge", "make one run of shards", mergeCommand},
 		{"report", "regenerate a run's reports", reportCommand},
 		{"compare", "compare two runs", compareCommand},
 		{"table", "print a run's report", tableCommand},
@@ -105,6 +130,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs := flag.NewFlagSet("lab "+name, flag.ContinueOnError)
 		fs.SetOutput(stderr)
 		do := c.flags(fs)
+		if !wantsHelp(args[1:]) {
+			// A mistyped flag gets one line, not every flag of the command.
+			fs.Usage = func() { fmt.Fprintf(stderr, "lab help %s lists the flags of lab %s\n", name, name) }
+		}
 		pos, err := parseInterleaved(fs, args[1:])
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -120,12 +149,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var ge *report.GateError
 		var ue usageError
 		var ce codeError
+		var fe *spec.FlagError
 		switch {
 		case ctx.Err() != nil:
 			return exitInterrupt
 		case errors.As(err, &ge):
 			return ge.Code
-		case errors.As(err, &ue):
+		case errors.As(err, &ue), errors.As(err, &fe):
 			return exitUsage
 		case errors.As(err, &ce):
 			return ce.code
@@ -134,6 +164,17 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "lab: unknown command %q\n%s", name, usage)
 	return exitUsage
+}
+
+// wantsHelp reports whether the command line asks for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "--h":
+			return true
+		}
+	}
+	return false
 }
 
 // usageError is a command line that cannot be carried out as written.
@@ -302,7 +343,14 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 }
 
 func loadRun(dir string) (*results.Run, error) {
-	return results.Load(filepath.Join(dir, "results.json"))
+	r, err := results.Load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Boots) == 0 && r.Bisect == nil {
+		return nil, fmt.Errorf("%s: no boots yet: the run is still preparing, was only a build (lab build), or was stopped before its first boot", dir)
+	}
+	return r, nil
 }
 
 // reportCommand regenerates every output of a saved run from results.json

@@ -45,7 +45,7 @@ func Build(r *results.Run, dir, generator string) *Document {
 	d.Runs = []RunInfo{runInfo(r, dir, "baseline and patched")}
 	d.Tables = Tables(r)
 	d.Claims = CheckClaims(r.Claims, d.Tables)
-	d.Caveats = caveats(d.Tables)
+	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
 	return d
 }
 

@@ -277,7 +277,7 @@ func (t *Table) finish(driftFloor bool) {
 		for i := range rows {
 			r := &rows[i]
 			if t.Paired {
-				base, pat := pairUp(r.Variants)
+				base, pat := PairUp(r.Variants)
 				r.Change = stats.ComparePaired(base, pat, t.FloorPct)
 			} else {
 				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, t.FloorPct)
@@ -326,8 +326,8 @@ func (t *Table) finish(driftFloor bool) {
 	}
 }
 
-// pairUp lines up the baseline and patched values of the same pairs.
-func pairUp(v variant.Pair[Summary]) (base, pat []float64) {
+// PairUp lines up the baseline and patched values of the same pairs.
+func PairUp(v variant.Pair[Summary]) (base, pat []float64) {
 	patOf := map[string]float64{}
 	for i, k := range v.Patched.Pairs {
 		patOf[k] = v.Patched.Values[i]

@@ -31,6 +31,7 @@ type Run struct {
 	Schema     int           `json:"schema"`
 	Lab        string        `json:"lab"`
 	LabFile    string        `json:"lab_file"`
+	LabSHA256  string        `json:"lab_sha256,omitempty"` // of the lab file as read
 	RunID      string        `json:"run_id"`
 	LabVersion string        `json:"lab_version"` // git describe of lab's checkout
 	Command    []string      `json:"command"`     // the command line that made this run
@@ -49,6 +50,9 @@ type Run struct {
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
+	// Caveats are notes about the run as a whole that every report shows
+	// (a merged run's missing or partial shards).
+	Caveats []string `json:"caveats,omitempty"`
 	// Shard is set when the run is one shard of a run spread over hosts
 	// (lab run --shard K/N): it holds only its share of the boots, and
 	// lab merge makes the whole run from the shards.

@@ -6,6 +6,7 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -133,6 +134,9 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Host: hostInfo(host),
 		Claims: lab.Claims,
+	}
+	if data, err := os.ReadFile(lab.Path); err == nil {
+		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
 	}
 	slots := opt.Shard.Pick(Order(plans, lab.Matrix.Boots, variants))
 	if opt.BuildOnly {

@@ -172,6 +172,11 @@ wait:
 			return stalled(FailInterrupt, "interrupted")
 		}
 	}
+	if ctx.Err() != nil {
+		// QEMU may die of the same signal as lab, before lab stops it.
+		out.Wall = time.Since(start)
+		return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+	}
 	out.Wall = time.Since(start)
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()

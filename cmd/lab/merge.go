@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"lab/internal/flagval"
+	"lab/internal/merge"
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/version"
+)
+
+const mergeHelp = `lab merge RUN-DIR... -o DIR [--complete]: make one run of the shards of a run
+(lab run LAB.yaml --shard K/N on each host) and write every report of it.
+
+A RUN-DIR may be a pattern (results/shards/uprobe-srcu/*): lab expands it, for
+engines that run lab without a shell. The shards must be of the same run: the
+same lab (name, matrix, claims, series), lab version, kernel keys and initramfs
+keys; lab names the field that differs. Each boot keeps the host it ran on;
+with boots from several hosts the reports judge baseline against patched on
+pairs booted back to back on one host.
+
+A missing shard, or a partial one (a cancelled task, a lost node), is merged
+with a caveat naming it and its boots; --complete refuses it instead (exit 1).
+When a shard was run twice (resubmitted), the folder that is complete wins.
+Merging again into the same -o folder replaces the merge.
+
+Flags:
+`
+
+func mergeCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
+	var out, junit flagval.String
+	var complete flagval.Bool
+	var gates report.GateFlags
+	fs.Var(&out, "o", "the merged run's folder (required): results.json, boots/, report/")
+	fs.Var(&complete, "complete", "refuse a missing or partial shard instead of merging with a caveat")
+	fs.Var(&junit, "junit", "also write the report as JUnit XML to this file")
+	gates.RegisterFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mergeHelp)
+		fs.PrintDefaults()
+	}
+	return func(ctx context.Context, inv invocation) error {
+		if len(inv.args) == 0 {
+			return usagef("merge takes the shards' run folders, got none")
+		}
+		if out.V == "" {
+			return usagef("merge: -o DIR is required: where the merged run goes")
+		}
+		shards, err := merge.Load(inv.args)
+		if err != nil {
+			return err
+		}
+		res, err := merge.Merge(shards, merge.Options{Complete: complete.V, Command: append([]string{"lab"}, inv.raw...), RunID: filepath.Base(filepath.Clean(out.V))})
+		if err != nil {
+			return err
+		}
+		if err := merge.Write(res, out.V, shards); err != nil {
+			return err
+		}
+		return reportMerged(res, out.V, junit.V, &gates, inv.out)
+	}
+}
+
+// reportMerged writes the merged run's reports as lab run and lab report
+// do, with the merge's caveats first.
+func reportMerged(res *merge.Result, dir, junit string, gates *report.GateFlags, out io.Writer) error {
+	d := mergedDocument(res.Run, dir, res.Caveats)
+	files, err := report.Files(d, res.Run)
+	if err != nil {
+		return err
+	}
+	paths, err := report.Write(filepath.Join(dir, "report"), files)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, report.Text(d, isTerminal(out)))
+	fmt.Fprintf(out, "merged %d boots of %d shard folders into %s\n", len(res.Run.Boots), len(distinct(res.From)), dir)
+	for _, c := range res.Caveats {
+		fmt.Fprintf(out, "caveat: %s\n", c)
+	}
+	fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, " "))
+	if err := ciOutputs(junit, report.JUnit(d), report.Lead(d)); err != nil {
+		return err
+	}
+	return gates.Check(d)
+}
+
+// mergedDocument is the report of a merged run: caveats (a missing or
+// partial shard) lead the report's own.
+func mergedDocument(r *results.Run, dir string, caveats []string) *report.Document {
+	d := report.Build(r, dir, version.Lab(""))
+	var lead []string
+	for _, c := range caveats {
+		if !slices.Contains(d.Caveats, c) {
+			lead = append(lead, c)
+		}
+	}
+	d.Caveats = append(lead, d.Caveats...)
+	return d
+}
+
+func distinct(m map[int]string) []string {
+	var out []string
+	for _, v := range m {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

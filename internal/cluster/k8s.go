@@ -1,0 +1,209 @@
+package cluster
+
+import "fmt"
+
+// DefaultImage is the container image the Kubernetes template names until
+// told otherwise (lab plan --image).
+const DefaultImage = "lab:latest"
+
+// Kubernetes is the lab's run as Kubernetes objects: a volume claim shared
+// by every pod (the kernel cache and the run folders), a build Job, an
+// Indexed Job with one pod per shard (K is the pod's completion index) and a
+// merge Job. Kubernetes orders no Jobs, so the header says how to apply
+// them one after the other (kubectl apply -l lab/unit=...).
+func Kubernetes(req Request, image string) (string, error) {
+	req.Exe, req.Results, req.Cache = "lab", fmt.Sprintf("/results/%s/run-$LAB_RUN", req.Lab.Name), ""
+	d, err := data(req, EngineK8s, fmt.Sprintf("$JOB_COMPLETION_INDEX/%d", req.Shards))
+	if err != nil {
+		return "", err
+	}
+	if image == "" {
+		image = DefaultImage
+	}
+	d.Image = image
+	return render("k8s", k8sTemplate, d)
+}
+
+const k8sTemplate = `# lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written by:
+#   {{.Generator}}
+# The image ({{.Image}}) holds lab's checkout in /lab with lab on the PATH and
+# ./scripts/install-deps run. Pods share the claim lab-cache (ReadWriteMany):
+# /cache holds the kernels the build Job makes, /results the run folders.
+# LAB_RUN names this run's folder: change it for the next run.
+# Kubernetes does not order Jobs; apply them one after the other:
+#   kubectl apply -f FILE -l lab/unit=cache
+#   kubectl apply -f FILE -l lab/unit=build
+#   kubectl wait --for=condition=complete --timeout=3h job/{{.Name}}-build
+#   kubectl apply -f FILE -l lab/unit=shards
+#   until kubectl get job/{{.Name}}-shards -o jsonpath='{.status.conditions[?(@.status=="True")].type}' | grep -qE 'Complete|Failed'; do sleep 30; done
+#   kubectl apply -f FILE -l lab/unit=merge
+# The merge runs whatever became of the shards: lab merge names a missing or
+# partial shard in the report. A failed shard is retried once (a new pod of
+# the same index writes a new folder; the merge keeps the complete one),
+# except when lab itself failed (exit 1 or 2): rerunning would not help.
+# /dev/kvm comes from KubeVirt's device plugin (devices.kubevirt.io/kvm); on
+# a cluster without it, drop that limit and set securityContext.privileged:
+# true with a hostPath volume for /dev/kvm, or let lab use TCG. The
+# anti-affinity puts one shard per node, so that wall-clock figures are not
+# two guests measuring each other.
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: lab-cache
+  labels:
+    app.kubernetes.io/name: lab
+    lab/unit: cache
+spec:
+  accessModes: ["ReadWriteMany"]
+  resources:
+    requests:
+      storage: 20Gi
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.Name}}-build
+  labels:
+    app.kubernetes.io/name: lab
+    lab/unit: build
+spec:
+  backoffLimit: 1
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: lab
+        lab/unit: build
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: lab
+          image: {{.Image}}
+          workingDir: /lab
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec {{.Build}}
+          env:
+            - name: LAB_RUN
+              value: "1"
+            - name: LAB_CACHE
+              value: /cache
+          resources:
+            requests:
+              cpu: "4"
+              memory: 8Gi
+          volumeMounts:
+            - name: shared
+              mountPath: /cache
+              subPath: cache
+            - name: shared
+              mountPath: /results
+              subPath: results
+      volumes:
+        - name: shared
+          persistentVolumeClaim:
+            claimName: lab-cache
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.Name}}-shards
+  labels:
+    app.kubernetes.io/name: lab
+    lab/unit: shards
+spec:
+  completionMode: Indexed
+  completions: {{.N}}
+  parallelism: {{.N}}
+  backoffLimitPerIndex: 1
+  podFailurePolicy:
+    rules:
+      - action: FailIndex
+        onExitCodes:
+          containerName: lab
+          operator: In
+          values: [1, 2]
+      - action: Ignore
+        onPodConditions:
+          - type: DisruptionTarget
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: lab
+        lab/unit: shards
+    spec:
+      restartPolicy: Never
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector:
+                matchLabels:
+                  lab/unit: shards
+      containers:
+        - name: lab
+          image: {{.Image}}
+          workingDir: /lab
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec {{.Boot}}
+          env:
+            - name: LAB_RUN
+              value: "1"
+            - name: LAB_CACHE
+              value: /cache
+          resources:
+            requests:
+              cpu: "2"
+              memory: 4Gi
+            limits:
+              devices.kubevirt.io/kvm: "1"
+          volumeMounts:
+            - name: shared
+              mountPath: /cache
+              subPath: cache
+            - name: shared
+              mountPath: /results
+              subPath: results
+      volumes:
+        - name: shared
+          persistentVolumeClaim:
+            claimName: lab-cache
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.Name}}-merge
+  labels:
+    app.kubernetes.io/name: lab
+    lab/unit: merge
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: lab
+        lab/unit: merge
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: lab
+          image: {{.Image}}
+          workingDir: /lab
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec {{.Merge}}
+          env:
+            - name: LAB_RUN
+              value: "1"
+          volumeMounts:
+            - name: shared
+              mountPath: /results
+              subPath: results
+      volumes:
+        - name: shared
+          persistentVolumeClaim:
+            claimName: lab-cache
+`

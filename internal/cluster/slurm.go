@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Slurm is one submission of a lab run to Slurm: the scripts, logs, shard
+// folders and merged run all live under Dir, on a filesystem every node
+// mounts (as must lab's checkout, Root, and the cache).
+type Slurm struct {
+	Req       Request // Results and Cache absolute; Results is Dir
+	Root      string  // lab's checkout: the jobs run there
+	Dir       string
+	Partition string
+	// Exclusive gives every boot task a node of its own: wall-clock
+	// figures of guests sharing a node measure each other.
+	Exclusive bool
+}
+
+// NewSlurm lays a submission out under dir.
+func NewSlurm(req Request, root, dir, partition string, exclusive bool) Slurm {
+	req.Results = dir
+	return Slurm{Req: req, Root: root, Dir: dir, Partition: partition, Exclusive: exclusive}
+}
+
+// Paths of a submission.
+func (s Slurm) scripts() string           { return filepath.Join(s.Dir, "scripts") }
+func (s Slurm) Logs() string              { return filepath.Join(s.Dir, "logs") }
+func (s Slurm) Script(name string) string { return filepath.Join(s.scripts(), name) }
+
+// Merged is where the merged run appears.
+func (s Slurm) Merged() string { return LayoutOf(s.Dir).Merged }
+
+func (s Slurm) common(name, output string) []string {
+	args := []string{"--parsable", "--job-name=" + dnsName("lab-"+name+"-"+s.Req.Lab.Name), "--chdir=" + s.Root, "--output=" + filepath.Join(s.Logs(), output)}
+	if s.Partition != "" {
+		args = append(args, "--partition="+s.Partition)
+	}
+	return args
+}
+
+// BuildJob is the sbatch command of the build job.
+func (s Slurm) BuildJob() []string {
+	return append(append([]string{"sbatch"}, s.common("build", "build-%j.out")...), s.Script("build.sh"))
+}
+
+// ArrayJob is the sbatch command of the boot array (tasks is "0-3", or one
+// shard "2" for a resubmission), after the build job when build is not "".
+func (s Slurm) ArrayJob(tasks, build string) []string {
+	args := append([]string{"sbatch"}, s.common("boot", "boot-%A_%a.out")...)
+	args = append(args, "--array="+tasks)
+	if s.Exclusive {
+		args = append(args, "--exclusive")
+	}
+	if build != "" {
+		args = append(args, "--dependency=afterok:"+build, "--kill-on-invalid-dep=yes")
+	}
+	return append(args, s.Script("boot.sh"))
+}
+
+// MergeJob is the sbatch command of the merge job. It waits for the build
+// to succeed and for every boot task to end in any state (afterany): a
+// shard's lab run exits non-zero when one boot of it fails, and a task
+// may be cancelled or lose its node; with afterok the merge would then wait
+// for ever (DependencyNeverSatisfied) and the other shards' boots would go
+// unreported. lab merge reads the shard folders and says what is missing.
+func (s Slurm) MergeJob(build, boots string) []string {
+	args := append([]string{"sbatch"}, s.common("merge", "merge-%j.out")...)
+	var deps []string
+	if build != "" {
+		deps = append(deps, "afterok:"+build)
+	}
+	if boots != "" {
+		deps = append(deps, "afterany:"+boots)
+	}
+	if len(deps) > 0 {
+		args = append(args, "--dependency="+strings.Join(deps, ","), "--kill-on-invalid-dep=yes")
+	}
+	return append(args, s.Script("merge.sh"))
+}
+
+// Scripts are the batch scripts by file name: build.sh, boot.sh (one array
+// task = one shard), merge.sh, and submit.sh and resubmit.sh, which submit
+// them as lab submit slurm does.
+func (s Slurm) Scripts() (map[string]string, error) {
+	if _, err := Make(s.Req); err != nil {
+		return nil, err
+	}
+	n := s.Req.Shards
+	head := func(what string) string {
+		return fmt.Sprintf("#!/bin/sh\n# lab %s, %d boot shards: %s\n# Written by lab for Slurm; submit.sh submits every job.\nset -eu\ncd %s\n", s.Req.Lab.Name, n, what, Quote(s.Root))
+	}
+	out := map[string]string{
+		"build.sh": head("build every kernel and initramfs into the shared cache") + "exec " + Line(s.Req.BuildCommand()) + "\n",
+		"boot.sh": head("one array task boots one shard's pairs of baseline and patched, from the cache alone") +
+			fmt.Sprintf(": \"${SLURM_ARRAY_TASK_ID:?submit as an array: sbatch --array=0-%d boot.sh}\"\n", n-1) +
+			"# exec: lab itself gets Slurm's signals, saves what it measured and stops its guest.\n" +
+			"exec " + Line(s.Req.BootCommand(fmt.Sprintf("$SLURM_ARRAY_TASK_ID/%d", n))) + "\n",
+		"merge.sh": head("one run of the shards, with every report (lab merge expands the pattern)") + "exec " + Line(s.Req.MergeCommand()) + "\n",
+	}
+	out["submit.sh"] = s.submitScript()
+	out["resubmit.sh"] = s.resubmitScript()
+	return out, nil
+}
+
+func (s Slurm) submitScript() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# Submits lab %s as lab submit slurm does: the build, then the boot array\n# (after the build succeeded), then the merge (after every boot task ended).\nset -eu\nmkdir -p %s\n", s.Req.Lab.Name, Quote(s.Logs()))
+	fmt.Fprintf(&b, "build=$(%s)\nbuild=${build%%%%;*}\n", Line(s.BuildJob()))
+	fmt.Fprintf(&b, "boots=$(%s)\nboots=${boots%%%%;*}\n", Line(s.ArrayJob(fmt.Sprintf("0-%d", s.Req.Shards-1), "$build")))
+	fmt.Fprintf(&b, "merge=$(%s)\nmerge=${merge%%%%;*}\n", Line(s.MergeJob("$build", "$boots")))
+	fmt.Fprintf(&b, "echo \"build $build, boots $boots (array 0-%d), merge $merge; merged run: %s\"\n", s.Req.Shards-1, s.Merged())
+	return b.String()
+}
+
+func (s Slurm) resubmitScript() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# Resubmits shard K of lab %s (a cancelled or failed task) and merges again\n# after it: resubmit.sh K\nset -eu\nk=${1:?usage: resubmit.sh K (0 to %d)}\n", s.Req.Lab.Name, s.Req.Shards-1)
+	fmt.Fprintf(&b, "boot=$(%s)\nboot=${boot%%%%;*}\n", Line(s.ArrayJob("$k", "")))
+	fmt.Fprintf(&b, "merge=$(%s)\nmerge=${merge%%%%;*}\n", Line(s.MergeJob("", "$boot")))
+	fmt.Fprintf(&b, "echo \"boot $boot (shard $k), merge $merge; merged run: %s\"\n", s.Merged())
+	return b.String()
+}
+
+// WriteScripts writes the scripts into dir, executable.
+func WriteScripts(dir string, scripts map[string]string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for name, text := range scripts {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			return nil, fmt.Errorf("write %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths, nil
+}
+
+// Runner runs a command (no shell) and returns its standard output.
+type Runner func(ctx context.Context, args []string) ([]byte, error)
+
+// Exec runs commands with os/exec, their stderr in the error.
+func Exec(ctx context.Context, args []string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s: %w: %s", strings.Join(args[:min(2, len(args))], " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// Submission is what lab submit slurm submitted, saved as submission.json
+// in the submission's folder.
+type Submission struct {
+	Dir      string `json:"dir"`
+	Shards   int    `json:"shards"`
+	Build    string `json:"build_job"`
+	Boots    string `json:"boot_array"`
+	Merge    string `json:"merge_job"`
+	Merged   string `json:"merged"`
+	Report   string `json:"report"`
+	Logs     string `json:"logs"`
+	Resubmit string `json:"resubmit"` // the command that reruns shard K
+}
+
+// Submit writes the scripts and submits the build, the boot array and the
+// merge with sbatch, each job depending on the one before.
+func (s Slurm) Submit(ctx context.Context, run Runner) (*Submission, error) {
+	scripts, err := s.Scripts()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.Logs(), 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := WriteScripts(s.scripts(), scripts); err != nil {
+		return nil, err
+	}
+	sub := &Submission{Dir: s.Dir, Shards: s.Req.Shards, Merged: s.Merged(), Report: filepath.Join(s.Merged(), "report", "report.txt"),
+		Logs: s.Logs(), Resubmit: Line([]string{s.Script("resubmit.sh"), "K"})}
+	if sub.Build, err = sbatch(ctx, run, s.BuildJob()); err != nil {
+		return nil, fmt.Errorf("submit the build job: %w", err)
+	}
+	if sub.Boots, err = sbatch(ctx, run, s.ArrayJob(fmt.Sprintf("0-%d", s.Req.Shards-1), sub.Build)); err != nil {
+		return sub, fmt.Errorf("submit the boot array (build job %s is queued: scancel it): %w", sub.Build, err)
+	}
+	if sub.Merge, err = sbatch(ctx, run, s.MergeJob(sub.Build, sub.Boots)); err != nil {
+		return sub, fmt.Errorf("submit the merge job (jobs %s and %s are queued): %w", sub.Build, sub.Boots, err)
+	}
+	data, err := json.MarshalIndent(sub, "", "  ")
+	if err != nil {
+		return sub, err
+	}
+	return sub, os.WriteFile(filepath.Join(s.Dir, "submission.json"), data, 0o644)
+}
+
+// sbatch runs one sbatch --parsable and returns the job id ("id" or
+// "id;cluster" on its first line).
+func sbatch(ctx context.Context, run Runner, args []string) (string, error) {
+	out, err := run(ctx, args)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	id, _, _ := strings.Cut(strings.TrimSpace(line), ";")
+	if id == "" || strings.Trim(id, "0123456789") != "" {
+		return "", fmt.Errorf("sbatch printed %q, not a job id", strings.TrimSpace(string(out)))
+	}
+	return id, nil
+}
+
+// Text says what was submitted and where the results will appear.
+func (sub *Submission) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "build job %s: lab build into the shared cache\n", sub.Build)
+	fmt.Fprintf(&b, "boot array %s: tasks %s_0 .. %s_%d, one shard each (lab run --shard K/%d --no-build), after the build succeeds\n", sub.Boots, sub.Boots, sub.Boots, sub.Shards-1, sub.Shards)
+	fmt.Fprintf(&b, "merge job %s: lab merge, after every boot task has ended (a missing or partial shard becomes a caveat)\n", sub.Merge)
+	fmt.Fprintf(&b, "merged run: %s\nreport:     %s\nlogs:       %s\n", sub.Merged, sub.Report, sub.Logs)
+	fmt.Fprintf(&b, "watch:      squeue -j %s,%s,%s\n", sub.Build, sub.Boots, sub.Merge)
+	fmt.Fprintf(&b, "a shard K that failed or was cancelled: %s (reruns it, then merges again)\n", sub.Resubmit)
+	return b.String()
+}
