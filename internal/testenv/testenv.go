@@ -4,7 +4,11 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,4 +24,88 @@ func E2E(t testing.TB, what string) {
 	if !Enabled() {
 		t.Skipf("end-to-end (%s): set %s=1 to run it, as ./scripts/test does", what, Var)
 	}
+}
+
+// Edit is one patch of a series written at test time: a file of the kernel
+// tree and how to change it.
+type Edit struct {
+	Subject, File string
+	Change        func(string) string
+}
+
+// Replace changes the first old into new; the test fails if old is not
+// there (the tree is not what the test expects).
+func Replace(old, new string) func(string) string {
+	return func(s string) string { return strings.Replace(s, old, new, 1) }
+}
+
+// Checkout makes a lab checkout for a test in a temp folder: labs/,
+// kernel-config/ (a copy of lab's own fragments) and patches/. It returns
+// its root.
+func Checkout(t testing.TB, moduleRoot string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range []string{"labs", "patches", "kernel-config"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frags, _ := filepath.Glob(filepath.Join(moduleRoot, "kernel-config", "*.config"))
+	for _, f := range frags {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(root, "kernel-config", filepath.Base(f)), data, 0o644)
+	}
+	return root
+}
+
+// WriteSeries writes the edits as a series of git format-patch files into
+// root/patches/name, made from the files of the kernel tree at treeDir.
+func WriteSeries(t testing.TB, treeDir, root, name string, edits []Edit) {
+	t.Helper()
+	scratch := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = scratch
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	for _, e := range edits {
+		data, err := os.ReadFile(filepath.Join(treeDir, e.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(scratch, filepath.Dir(e.File)), 0o755)
+		os.WriteFile(filepath.Join(scratch, e.File), data, 0o644)
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "base")
+	for _, e := range edits {
+		p := filepath.Join(scratch, e.File)
+		data, _ := os.ReadFile(p)
+		changed := e.Change(string(data))
+		if changed == string(data) {
+			t.Fatalf("patch %q changes nothing in %s: the kernel source is not what the test expects", e.Subject, e.File)
+		}
+		os.WriteFile(p, []byte(changed), 0o644)
+		git("commit", "-q", "-a", "-m", e.Subject)
+	}
+	dir := filepath.Join(root, "patches", name)
+	os.MkdirAll(dir, 0o755)
+	git("format-patch", "-q", "-o", dir, fmt.Sprintf("HEAD~%d", len(edits)))
+}
+
+// WriteLab writes root/labs/name.yaml.
+func WriteLab(t testing.TB, root, name, text string) string {
+	t.Helper()
+	p := filepath.Join(root, "labs", name+".yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

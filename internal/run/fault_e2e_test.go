@@ -1,0 +1,362 @@
+package run
+
+// Faults, injected for real: series that panic or hang the guest, a QEMU
+// killed mid-benchmark, a QEMU that cannot start, a full disk, a damaged
+// cache entry, two runs on one cache, a series that does not compile. For
+// each, the run keeps the boots finished before the fault, records the
+// failed boot with its kind, and the next run of the same lab works without
+// any clean-up.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/testenv"
+	"lab/internal/variant"
+	"lab/internal/vm"
+)
+
+// hitPath is where a uprobe hit enters the kernel: a patch there acts on
+// the first uprobe-nop hit of a boot.
+const hitPath = "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n"
+
+// faultLab writes a lab of one apply-mode patch on the default source and
+// returns it loaded: x86_64, 1 vCPU, uprobe-nop only, short samples.
+func faultLab(t *testing.T, name string, edit testenv.Edit, measure string) *spec.Lab {
+	t.Helper()
+	root := testenv.Checkout(t, "../..")
+	tree, err := source.Prepare(context.Background(), spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cacheDir(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteSeries(t, tree.Dir, root, name, []testenv.Edit{edit})
+	tree.Close()
+	lab, err := spec.Load(testenv.WriteLab(t, root, name, fmt.Sprintf(`name: %s
+series: %s
+mode: apply
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uprobe-nop]
+  producers: [1]
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: %s
+`, name, name, measure)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab
+}
+
+func runQuiet(t *testing.T, ctx context.Context, opt Options) (*results.Run, string, error, string) {
+	t.Helper()
+	var out syncBuffer
+	opt.Out = &out
+	if opt.CacheDir == "" {
+		opt.CacheDir = cacheDir(t)
+	}
+	if opt.ResultsDir == "" {
+		opt.ResultsDir = t.TempDir()
+	}
+	opt.ModuleRoot, opt.Command = "../..", []string{"go", "test"}
+	res, dir, err := Run(ctx, opt)
+	return res, dir, err, out.String()
+}
+
+// syncBuffer is a bytes.Buffer parallel boots may write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// checkFault checks a run whose patched boot failed with kind: the
+// baseline boot before it is kept with its figures, the patched one is
+// recorded with its kind, and results.json on disk says the same.
+func checkFault(t *testing.T, res *results.Run, dir string, err error, kind string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "1 boot(s) failed") {
+		t.Errorf("err = %v, want one failed boot", err)
+	}
+	saved, lerr := results.Load(filepath.Join(dir, "results.json"))
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(saved.Boots) != 2 {
+		t.Fatalf("%d boots saved, want the baseline and the failed patched one", len(saved.Boots))
+	}
+	base, pat := saved.Boots[0], saved.Boots[1]
+	if !base.OK() || len(base.Results) == 0 || base.Variant != variant.Baseline {
+		t.Errorf("the boot before the fault: %+v", base.Failure)
+	}
+	if pat.Failure == nil || pat.Failure.Kind != kind {
+		t.Errorf("the failed boot: %+v, want kind %s", pat.Failure, kind)
+	} else {
+		t.Logf("boot %d: %s: %s", pat.Index, pat.Failure.Kind, firstLine(pat.Failure.Message))
+	}
+	noQEMUIn(t, dir)
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// noQEMUIn fails if a QEMU of a boot under dir still runs.
+func noQEMUIn(t *testing.T, dir string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte("qemu-system")) && bytes.Contains(b, []byte(dir)) {
+			t.Errorf("QEMU still running: %s", p)
+		}
+	}
+}
+
+// A series that panics on the first uprobe hit: the boot is a kernel panic,
+// and running the lab again works the same.
+func TestFaultGuestPanic(t *testing.T) {
+	e2e(t)
+	lab := faultLab(t, "fault-panic", testenv.Edit{Subject: "uprobes: panic on the first hit", File: "kernel/events/uprobes.c",
+		Change: testenv.Replace(hitPath, hitPath+"\tpanic(\"lab test: a uprobe was hit\");\n")}, "icount")
+	for i := 0; i < 2; i++ {
+		res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+		if res == nil {
+			t.Fatalf("run %d: %v\n%s", i, err, out)
+		}
+		checkFault(t, res, dir, err, vm.FailPanic)
+	}
+}
+
+// A series that spins with interrupts off on the hit path: the guest goes
+// silent and the boot is a hang.
+func TestFaultGuestHang(t *testing.T) {
+	e2e(t)
+	lab := faultLab(t, "fault-hang", testenv.Edit{Subject: "uprobes: spin with interrupts off on a hit", File: "kernel/events/uprobes.c",
+		Change: testenv.Replace(hitPath, hitPath+"\tlocal_irq_disable();\n\tfor (;;)\n\t\tcpu_relax();\n")}, "wall")
+	start := time.Now()
+	res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+	if res == nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	checkFault(t, res, dir, err, vm.FailHang)
+	t.Logf("hang detected and the run over in %v", time.Since(start).Round(time.Second))
+}
+
+// QEMU killed with SIGKILL in the middle of a benchmark: an infrastructure
+// failure, the boot before it kept.
+func TestFaultQEMUKilled(t *testing.T) {
+	e2e(t)
+	lab := smallLab(t, "x86_64")
+	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	results := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Kill the patched boot's QEMU once its agent has said hello.
+		for ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			files, _ := filepath.Glob(filepath.Join(results, "*", "*", "boots", "02-*", "results.jsonl"))
+			if len(files) == 0 {
+				continue
+			}
+			if fi, err := os.Stat(files[0]); err != nil || fi.Size() == 0 {
+				continue
+			}
+			if pid := qemuOf(filepath.Dir(files[0])); pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+		}
+	}()
+	res, dir, err, out := runQuiet(t, ctx, Options{Lab: lab, ResultsDir: results, Parallel: 1})
+	if res == nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	checkFault(t, res, dir, err, vm.FailInfra)
+}
+
+// qemuOf is the pid of the QEMU whose command line names dir, 0 if none.
+func qemuOf(dir string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.HasPrefix(b, []byte("qemu-system")) && bytes.Contains(b, []byte(dir)) {
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+			return pid
+		}
+	}
+	return 0
+}
+
+// A QEMU that cannot start (here: its kernel is gone) is an infrastructure
+// failure, not the kernel's.
+func TestFaultQEMUCannotStart(t *testing.T) {
+	e2e(t)
+	_, initrd := builtKernel(t)
+	cfg := bootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	_, err := vm.Boot(context.Background(), cfg, time.Minute, nil)
+	var ie *vm.InfraError
+	if !errors.As(err, &ie) || vm.Kind(err) != vm.FailInfra || vm.KernelFault(vm.Kind(err)) {
+		t.Fatalf("err = %v (kind %s), want an infrastructure failure", err, vm.Kind(err))
+	}
+	t.Log(err)
+	noQEMU(t, cfg)
+}
+
+// Results on a full disk: a clear error, and results.json, written
+// atomically, is never left torn.
+func TestFaultFullDisk(t *testing.T) {
+	e2e(t)
+	if os.Getuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	lab := smallLab(t, "x86_64")
+	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	builtKernel(t) // the kernels are cached: the run goes straight to its boots
+	tiny := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48k", "lab-test-full", tiny).CombinedOutput(); err != nil {
+		t.Skipf("mount tmpfs: %v %s", err, out)
+	}
+	defer exec.Command("umount", "-l", tiny).Run()
+	res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, ResultsDir: tiny, Parallel: 1})
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("err = %v, want a clear \"no space left\" error\n%s", err, out)
+	}
+	t.Logf("error: %v", err)
+	if res != nil && dir != "" {
+		if data, rerr := os.ReadFile(filepath.Join(dir, "results.json")); rerr == nil {
+			var r results.Run
+			if jerr := json.Unmarshal(data, &r); jerr != nil {
+				t.Errorf("results.json torn on a full disk: %v", jerr)
+			}
+		}
+	}
+	noQEMUIn(t, tiny)
+}
+
+// A cached kernel whose image was truncated is detected and rebuilt, and
+// the run boots the rebuilt one.
+func TestFaultDamagedCacheEntry(t *testing.T) {
+	e2e(t)
+	lab := smallLab(t, "x86_64")
+	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Only: variant.Patched, Parallel: 1})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	k, err := (&Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(k.Info.Image, 4096); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err, out = runQuiet(t, context.Background(), Options{Lab: lab, Only: variant.Patched, Parallel: 1})
+	if err != nil {
+		t.Fatalf("after damaging the cache: %v\n%s", err, out)
+	}
+	again, _ := (&Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
+	if again.Cached || again.Info.Key != k.Info.Key || !res.Boots[0].OK() {
+		t.Errorf("the damaged kernel was reused (cached %v) or not rebuilt under its key\n%s", again.Cached, out)
+	}
+}
+
+// Two runs of different labs, and two of the same lab, at once on one
+// cache: all finish, each with its own folder and figures.
+func TestFaultConcurrentRuns(t *testing.T) {
+	e2e(t)
+	srcu := smallLab(t, "x86_64")
+	srcu.Matrix.CPUs, srcu.Matrix.Producers, srcu.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
+	lazy, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy.Matrix.Benchmarks, lazy.Matrix.Boots = []string{"uprobe-nop"}, 1
+	lazy.Matrix.Duration.Duration, lazy.Matrix.Warmup.Duration = time.Second, 0
+	for _, l := range []*spec.Lab{srcu, lazy} {
+		if err := l.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	dirs := make([]string, 4)
+	for i, l := range []*spec.Lab{srcu, srcu, lazy, lazy} {
+		wg.Add(1)
+		go func(i int, l *spec.Lab) {
+			defer wg.Done()
+			var res *results.Run
+			var out string
+			res, dirs[i], errs[i], out = runQuiet(t, context.Background(), Options{Lab: l, ResultsDir: shared, Parallel: 1})
+			if errs[i] == nil && (res == nil || len(res.Boots) != 2 || !res.Complete) {
+				errs[i] = fmt.Errorf("incomplete run\n%s", out)
+			}
+		}(i, l)
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("run %d: %v", i, err)
+		}
+		if seen[dirs[i]] {
+			t.Errorf("two runs share %s", dirs[i])
+		}
+		seen[dirs[i]] = true
+	}
+}
+
+// A series that does not compile: the error names the compiler's file and
+// line, and the patch that touched that file.
+func TestFaultSeriesDoesNotCompile(t *testing.T) {
+	e2e(t)
+	lab := faultLab(t, "fault-broken", testenv.Edit{Subject: "uprobes: a declaration that does not compile", File: "kernel/events/uprobes.c",
+		Change: func(s string) string { return s + "\nint lab_fault_broken = ;\n" }}, "icount")
+	_, _, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+	if err == nil {
+		t.Fatalf("a series that does not compile ran\n%s", out)
+	}
+	first := firstLine(err.Error())
+	if !strings.Contains(first, "kernel/events/uprobes.c:") || !strings.Contains(first, "error:") || !strings.Contains(first, "touched by 0001-uprobes-a-declaration-that-does-not-compile.patch") {
+		t.Errorf("first line of the error: %q\nwant the compiler's file:line and the patch", first)
+	}
+	t.Log(first)
+}
