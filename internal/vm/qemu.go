@@ -72,6 +72,9 @@ func (c Config) Cmdline() (string, error) {
 		level = "loglevel=7"
 	}
 	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", level}
+	if c.Clock == ClockICount {
+		parts = append(parts, c.Arch.ICountCmdline...)
+	}
 	if c.Accel.Name == TCG {
 		parts = append(parts, c.Arch.TCGCmdline...)
 		// Each secondary CPU calibrates its delay loop, and under TCG the
