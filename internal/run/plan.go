@@ -47,8 +47,11 @@ type ShapePlan struct {
 	BootDeadline   time.Duration // QEMU start to the agent's first record
 	Quiet          time.Duration // then, at most between two records
 	Oversubscribed bool          // more vCPUs than host CPUs
-	HostTopology   topology.Host
-	TSCkHz         int64 // for lpj= (see LPJ)
+	// SingleThread runs the vCPUs in one host thread (see
+	// arch.Arch.OversubscribedSingleThread).
+	SingleThread bool
+	HostTopology topology.Host
+	TSCkHz       int64 // for lpj= (see LPJ)
 	// Parallel is how many boots of this shape may run at once (see
 	// Parallelize); 0 or 1: one after the other.
 	Parallel int
@@ -106,6 +109,11 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 			if accel.Name == vm.TCG && clock == vm.ClockICount {
 				// One TCG thread runs every vCPU: nothing per vCPU to pin.
 				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG (icount)"
+			}
+			if accel.Name == vm.TCG && clock == vm.ClockWall && p.Oversubscribed && a.OversubscribedSingleThread {
+				p.SingleThread = true
+				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG"
+				p.Caveats = append(p.Caveats, fmt.Sprintf("single-threaded TCG: the %d vCPUs take turns on one host thread (it boots faster than a thread per vCPU on %d host CPUs); no two vCPUs run at once", shape.CPUs, h.CPUs))
 			}
 			affinity := true
 			if m.Affinity != nil {

@@ -546,3 +546,25 @@ func TestSandboxAuto(t *testing.T) {
 		}
 	}
 }
+
+// Oversubscribed arm64 TCG guests run in one host thread, with a caveat;
+// x86_64 ones and guests that fit keep a thread per vCPU.
+func TestPlanSingleThread(t *testing.T) {
+	for _, tc := range []struct {
+		arch   string
+		cpus   int
+		single bool
+	}{{"arm64", 96, true}, {"arm64", 2, false}, {"x86_64", 96, false}} {
+		lab := fakeLab(1, tc.cpus)
+		lab.Matrix.Arch = []string{tc.arch}
+		plans, err := Plan(lab, tcgHost())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plans[0]
+		caveat := strings.Contains(strings.Join(p.Caveats, " "), "single-threaded TCG")
+		if p.SingleThread != tc.single || caveat != tc.single || (tc.single && p.Pin != nil) {
+			t.Errorf("%s %d vCPUs: single %v, caveats %v, pin %v", tc.arch, tc.cpus, p.SingleThread, p.Caveats, p.Pin)
+		}
+	}
+}

@@ -44,6 +44,8 @@ type Config struct {
 	// Records, when set, is told how many records the agent has sent so
 	// far, each time more arrive: for progress displays.
 	Records func(n int)
+	// SingleThread runs a wall-clock TCG guest's vCPUs in one host thread.
+	SingleThread bool
 	// Verbose puts KERN_INFO messages on the console too (loglevel=7): for
 	// labs that expect such lines, like KUnit's results.
 	Verbose bool
@@ -130,6 +132,8 @@ func (c Config) Args() ([]string, error) {
 		// One thread, and guest time counted in instructions (1 ns = 1 insn):
 		// rates become path lengths, repeatable from boot to boot.
 		args = append(args, "-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off")
+	case c.SingleThread:
+		args = append(args, "-accel", "tcg,thread=single")
 	default:
 		args = append(args, "-accel", "tcg,thread=multi")
 	}
