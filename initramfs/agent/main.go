@@ -80,6 +80,22 @@ func run() error {
 			fmt.Printf("lab-agent: %s, %d producer(s)\n", name, p)
 			res := runBenchmark(name, p, job)
 			send(protocol.Record{Type: protocol.TypeResult, Result: &res})
+			// A tool measures what the agent could: right after it, on
+			// the same boot, so that the two see the same machine.
+			for _, tool := range job.Tools {
+				if !res.OK() {
+					continue
+				}
+				if !haveTool(tool) {
+					send(protocol.Record{Type: protocol.TypeResult, Result: &protocol.Result{Benchmark: name, Producers: p, Tool: tool,
+						Error: fmt.Sprintf("the job asks for %s, which is not in the image", tool)}})
+					continue
+				}
+				if args, ok := toolArgs(tool, name, p, job); ok {
+					fmt.Printf("lab-agent: %s, %d producer(s), measured by %s\n", name, p, tool)
+					send(protocol.Record{Type: protocol.TypeResult, Result: runTool(tool, name, p, job, args)})
+				}
+			}
 		}
 	}
 	send(protocol.Record{Type: protocol.TypeDone})

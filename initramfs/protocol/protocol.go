@@ -16,6 +16,9 @@ const CmdlineKey = "lab.job"
 // PortName is the virtio-serial port name the agent writes records to.
 const PortName = "lab.results"
 
+// ToolPath is where the host puts a guest tool (Job.Tools) in the image.
+func ToolPath(tool string) string { return "/bin/" + tool }
+
 // Job tells the agent what to run.
 type Job struct {
 	Benchmarks []string `json:"b"`
@@ -24,6 +27,9 @@ type Job struct {
 	WarmupS    int      `json:"w"`           // seconds dropped first
 	Affinity   bool     `json:"a"`           // pin producer i to CPU i
 	MaxActive  int      `json:"m,omitempty"` // kretprobe maxactive for tracefs events; 0: kernel default
+	// Tools are guest tools in the image that measure each benchmark
+	// again, after the agent (bpf-bench: the kernel's own bench).
+	Tools []string `json:"t,omitempty"`
 }
 
 // Encode returns the command-line parameter for the job.
@@ -110,6 +116,12 @@ type Result struct {
 	Counters    map[string]uint64 `json:"counters,omitempty"`    // e.g. kprobe_profile hits and misses
 	Unsupported string            `json:"unsupported,omitempty"` // why the guest cannot run it
 	Error       string            `json:"error,omitempty"`
+	// Tool is the guest tool that measured this result, "" for the agent
+	// itself: a tool's result is a second source of the same row.
+	Tool string `json:"tool,omitempty"`
+	// Output is what the tool printed that the result was read from (its
+	// command line first), so that a reader can check the parse.
+	Output []string `json:"output,omitempty"`
 }
 
 // OK reports whether the result has figures: it ran, and was supported.

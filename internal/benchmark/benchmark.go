@@ -164,3 +164,48 @@ func Doc() string {
 	}
 	return b.String()
 }
+
+// Tool is a program a lab may put in the guest beside lab's agent.
+type Tool struct {
+	Name string
+	// Label names the tool's rows in reports: "uprobe-nop (bench)".
+	Label string
+	// Fragment is the kernel config fragment (kernel-config/) the guest
+	// kernel needs for the tool, added to the lab's own.
+	Fragment string
+	About    string
+}
+
+// BPFBench is the kernel's own benchmark runner,
+// tools/testing/selftests/bpf/bench, built from the lab's source tree: the
+// agent runs it beside its own measurement of every benchmark that has an
+// Upstream name.
+const BPFBench = "bpf-bench"
+
+var tools = []Tool{
+	{Name: BPFBench, Label: "bench", Fragment: "bpf-bench.config",
+		About: "the kernel's selftests bench (trig-* benchmarks), built static from the lab's source, run beside the agent"},
+}
+
+// Tools lists the guest tools.
+func Tools() []Tool { return append([]Tool(nil), tools...) }
+
+// ToolLabel is the label of a tool's rows, its name when it has none.
+func ToolLabel(name string) string {
+	if t, err := LookupTool(name); err == nil && t.Label != "" {
+		return t.Label
+	}
+	return name
+}
+
+// LookupTool finds a guest tool by name.
+func LookupTool(name string) (Tool, error) {
+	var names []string
+	for _, t := range tools {
+		if t.Name == name {
+			return t, nil
+		}
+		names = append(names, t.Name)
+	}
+	return Tool{}, fmt.Errorf("unknown tool %q (known: %s)", name, strings.Join(names, ", "))
+}

@@ -75,6 +75,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// A bisect follows the agent's figure; guest tools (bpf-bench) are
+	// for a run's side-by-side check, not built into its images.
+	p.Job.Tools = nil
 	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now()}
 	b.rep = progress.New(opt.Out, b.start)
 	defer b.rep.Stop()
@@ -458,7 +461,7 @@ func (b *bisector) obs(boot results.Boot) (Obs, error) {
 	}
 	o := Obs{Value: v, Controls: map[string]float64{}}
 	for _, r := range boot.Results {
-		if benchmark.IsControl(r.Benchmark) && r.OK() && r.Producers == 1 {
+		if benchmark.IsControl(r.Benchmark) && r.Tool == "" && r.OK() && r.Producers == 1 {
 			o.Controls[r.Benchmark] = protocol.Rate(r.Samples)
 		}
 	}

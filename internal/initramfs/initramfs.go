@@ -37,13 +37,27 @@ type Image struct {
 	Cached bool
 }
 
+// File is a host file put into the image beside the agent, e.g. a guest
+// tool (the selftests' bench).
+type File struct {
+	Host  string // path on the host
+	Guest string // path in the image, without the leading /
+}
+
 // Key hashes what goes into the image: the source files of every package of
 // this module the agent is built from (whatever folder they are in), the
-// module's go.mod and go.sum (which pin everything else), the Go version and
-// GOARCH.
-func Key(ctx context.Context, moduleRoot, goarch string) (string, error) {
+// module's go.mod and go.sum (which pin everything else), the Go version,
+// GOARCH and the extra files (by content).
+func Key(ctx context.Context, moduleRoot, goarch string, extra ...File) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "go=%s goarch=%s\n", runtime.Version(), goarch)
+	for _, f := range extra {
+		data, err := os.ReadFile(f.Host)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "extra %s %x\n", f.Guest, sha256.Sum256(data))
+	}
 	files, err := agentFiles(ctx, moduleRoot, goarch)
 	if err != nil {
 		return "", err
@@ -99,9 +113,10 @@ func agentFiles(ctx context.Context, moduleRoot, goarch string) ([]string, error
 }
 
 // Build returns the initramfs for goarch, building it with u-root unless the
-// cache in cacheDir has it. moduleRoot is lab's source checkout.
-func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writer) (*Image, error) {
-	key, err := Key(ctx, moduleRoot, goarch)
+// cache in cacheDir has it. moduleRoot is lab's source checkout; extra files
+// go in beside the agent.
+func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writer, extra ...File) (*Image, error) {
+	key, err := Key(ctx, moduleRoot, goarch, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("initramfs key: %w", err)
 	}
@@ -120,7 +135,12 @@ func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writ
 	defer os.RemoveAll(tmp)
 	partial := filepath.Join(tmp, "initramfs.cpio")
 	l := llog.New(slog.LevelInfo, llog.WritePrintf(log))
+	var files []string
+	for _, f := range extra {
+		files = append(files, f.Host+":"+f.Guest)
+	}
 	err = uimage.Create(l,
+		uimage.WithFiles(files...),
 		uimage.WithEnv(golang.WithGOARCH(goarch), golang.DisableCGO(), golang.WithWorkingDir(moduleRoot)),
 		uimage.WithBusyboxCommands(InitPackage),
 		// The agent is its own binary, not stripped: benchmarks find their
@@ -143,6 +163,26 @@ func Build(ctx context.Context, moduleRoot, goarch, cacheDir string, log io.Writ
 		return nil, err
 	}
 	return &Image{Path: out, Key: key}, nil
+}
+
+// FindModuleRoot finds lab's source checkout: from the working folder, the
+// lab file's checkout (labRoot), $LAB_ROOT, or the lab binary's folder
+// (./lab, built in the checkout), in that order. lab runs from elsewhere
+// under git bisect run, which runs it in the kernel tree.
+func FindModuleRoot(labRoot string) (string, error) {
+	dirs := []string{".", labRoot, os.Getenv("LAB_ROOT")}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if root, err := ModuleRoot(d); err == nil {
+			return root, nil
+		}
+	}
+	return "", fmt.Errorf("no lab source checkout (go.mod with module lab) at or above the working folder, the lab file (%s), $LAB_ROOT or the lab binary: run lab from its checkout, or set LAB_ROOT", labRoot)
 }
 
 // ModuleRoot finds lab's source checkout from dir upwards: the initramfs is

@@ -76,11 +76,15 @@ type Info struct {
 	Release      string `json:"release"`
 	// ImageSHA256 identifies the image: builds are reproducible, so a
 	// change that touches no code gives the same image as its parent.
-	ImageSHA256 string        `json:"image_sha256"`
-	Compiled    int           `json:"compiled"` // compile steps (CC/AS) this build ran
-	Duration    time.Duration `json:"duration_ns"`
-	BuiltAt     time.Time     `json:"built_at"`
-	Cached      bool          `json:"-"` // true when this run reused the image
+	ImageSHA256 string `json:"image_sha256"`
+	// BTF is the kernel's BTF (the .BTF section of vmlinux) when the
+	// kernel has CONFIG_DEBUG_INFO_BTF: what guest tools built against
+	// this kernel (the selftests' bench) compile with.
+	BTF      string        `json:"btf,omitempty"`
+	Compiled int           `json:"compiled"` // compile steps (CC/AS) this build ran
+	Duration time.Duration `json:"duration_ns"`
+	BuiltAt  time.Time     `json:"built_at"`
+	Cached   bool          `json:"-"` // true when this run reused the image
 }
 
 // Builder builds kernels for one source tree.
@@ -127,6 +131,9 @@ func (b *Builder) LookupKey(key string) (*Info, error) {
 	}
 	info.Image = filepath.Join(b.kernelDir(key), filepath.Base(info.Image))
 	info.Config = filepath.Join(b.kernelDir(key), filepath.Base(info.Config))
+	if info.BTF != "" {
+		info.BTF = filepath.Join(b.kernelDir(key), filepath.Base(info.BTF))
+	}
 	if sum, err := fileSHA256(info.Image); err != nil || sum != info.ImageSHA256 {
 		// A truncated or overwritten image is never booted.
 		return nil, b.evict(key, "image does not match its recorded sha256")
@@ -202,6 +209,9 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	}
 	// System.map lets a later report resolve kernel addresses without the build tree.
 	copyFile(filepath.Join(out, "System.map"), filepath.Join(dir, "System.map"))
+	if info.BTF, err = saveBTF(ctx, a, out, dir); err != nil {
+		return nil, err
+	}
 	cfg, _ := os.ReadFile(info.Config)
 	info.ConfigSHA256 = fmt.Sprintf("%x", sha256.Sum256(cfg))
 	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
@@ -455,6 +465,24 @@ func errorContext(tail []string) string {
 		errs = tail
 	}
 	return "  " + strings.Join(errs, "\n  ")
+}
+
+// saveBTF keeps the .BTF section of a kernel built with BTF, "" otherwise.
+func saveBTF(ctx context.Context, a arch.Arch, out, dir string) (string, error) {
+	cfg, err := os.ReadFile(filepath.Join(out, ".config"))
+	if err != nil || !bytes.Contains(cfg, []byte("\nCONFIG_DEBUG_INFO_BTF=y\n")) {
+		return "", nil
+	}
+	objcopy := "objcopy"
+	if !a.Native() {
+		objcopy = a.CrossCompile + "objcopy"
+	}
+	btf := filepath.Join(dir, "vmlinux.btf")
+	if msg, err := exec.CommandContext(ctx, objcopy, "--dump-section", ".BTF="+btf, filepath.Join(out, "vmlinux"), filepath.Join(dir, "vmlinux.objcopy-out")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("keep the kernel's BTF: %s: %w: %s", objcopy, err, msg)
+	}
+	os.Remove(filepath.Join(dir, "vmlinux.objcopy-out"))
+	return btf, nil
 }
 
 // HZ is the kernel's CONFIG_HZ, read from its saved .config; 0 when unknown.

@@ -38,8 +38,8 @@ func BenchFiles(r *results.Run) map[string]string {
 				for _, s := range res.Samples {
 					hits += s.Hits
 				}
-				lines = append(lines, fmt.Sprintf("Benchmark%s/%s 	%d	%.4f ns/op	%.1f hits/s",
-					camel(res.Benchmark), keys(bt, res.Producers), max(hits, 1), 1e9/rate, rate))
+				lines = append(lines, fmt.Sprintf("Benchmark%s/%s%s 	%d	%.4f ns/op	%.1f hits/s",
+					camel(res.Benchmark), keys(bt, res.Producers), toolKey(res.Tool), max(hits, 1), 1e9/rate, rate))
 			}
 			ratios := bt.Ratios()
 			sort.SliceStable(ratios, func(i, j int) bool {
@@ -49,7 +49,7 @@ func BenchFiles(r *results.Run) map[string]string {
 				return fmt.Sprint(ratios[i].Producers) < fmt.Sprint(ratios[j].Producers)
 			})
 			for _, x := range ratios {
-				lines = append(lines, fmt.Sprintf("Benchmark%sScaling/%s 	1	%.5f rate/rate-p1", camel(x.Benchmark), keys(bt, x.Producers), x.Value))
+				lines = append(lines, fmt.Sprintf("Benchmark%sScaling/%s%s 	1	%.5f rate/rate-p1", camel(x.Benchmark), keys(bt, x.Producers), toolKey(x.Tool), x.Value))
 			}
 		}
 		b.WriteString(strings.Join(lines, "\n"))
@@ -65,6 +65,15 @@ func keys(b results.Boot, producers int) string {
 		topo += fmt.Sprintf("-%dnode", len(b.Shape.Nodes))
 	}
 	return fmt.Sprintf("arch=%s/vcpus=%s/accel=%s/clock=%s/producers=%d", b.Arch, topo, b.Accel.Name, b.Clock, producers)
+}
+
+// toolKey is the benchstat key of a guest tool's figures: "" for the
+// agent's, so that runs without tools keep their names.
+func toolKey(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	return "/tool=" + tool
 }
 
 // camel turns "uretprobe-multi-nop" into "UretprobeMultiNop".

@@ -388,9 +388,11 @@ func sig(v float64, digits int) string {
 func shortRow(r Row) (name, producers string) {
 	switch r.Metric {
 	case MetricScaling:
-		return r.Benchmark + " scaling", fmt.Sprintf("%d/1", r.Producers)
+		return r.Bench() + " scaling", fmt.Sprintf("%d/1", r.Producers)
 	case MetricVsFree:
-		return r.Benchmark + " ÷free", fmt.Sprint(r.Producers)
+		return r.Bench() + " ÷free", fmt.Sprint(r.Producers)
+	case MetricVsBench:
+		return r.Benchmark + " agent÷bench", fmt.Sprint(r.Producers)
 	}
-	return r.Benchmark, fmt.Sprint(r.Producers)
+	return r.Bench(), fmt.Sprint(r.Producers)
 }

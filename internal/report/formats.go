@@ -201,7 +201,7 @@ func CSV(d *Document) string {
 	w.Write([]string{"arch", "cpus", "topology", "accel", "clock", "benchmark", "producers", "metric", "control",
 		"baseline_n", "baseline_mean", "baseline_stddev", "baseline_median", "baseline_median_lo", "baseline_median_hi",
 		"patched_n", "patched_mean", "patched_stddev", "patched_median", "patched_median_lo", "patched_median_hi",
-		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct"})
+		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "tool"})
 	f := func(v float64) string { return fmt.Sprintf("%.6g", v) }
 	for _, t := range d.Tables {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
@@ -212,7 +212,7 @@ func CSV(d *Document) string {
 					s := r.Variants.Get(v)
 					rec = append(rec, fmt.Sprint(s.N), f(s.Mean), f(s.Stddev), f(s.Median), f(s.Lo), f(s.Hi))
 				}
-				rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct))
+				rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct), r.Tool)
 				w.Write(rec)
 			}
 		}

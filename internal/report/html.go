@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"lab/internal/benchmark"
 	"lab/internal/variant"
 )
 
@@ -33,14 +32,14 @@ func Charts(d *Document) ([]Chart, error) {
 		byBench := map[string][]Row{}
 		var order []string
 		for _, r := range t.Rows {
-			if _, ok := byBench[r.Benchmark]; !ok {
-				order = append(order, r.Benchmark)
+			if _, ok := byBench[r.Bench()]; !ok {
+				order = append(order, r.Bench())
 			}
-			byBench[r.Benchmark] = append(byBench[r.Benchmark], r)
+			byBench[r.Bench()] = append(byBench[r.Bench()], r)
 		}
 		// Probes first, then the controls.
 		sort.SliceStable(order, func(i, j int) bool {
-			return !benchmark.IsControl(order[i]) && benchmark.IsControl(order[j])
+			return !byBench[order[i]][0].Control && byBench[order[j]][0].Control
 		})
 		for _, b := range order {
 			rows := byBench[b]

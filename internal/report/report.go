@@ -47,11 +47,23 @@ const (
 	// measured just before in the same boot: the probe's cost, with the
 	// boot's speed divided out.
 	MetricVsFree = "vs-probe-free"
+	// MetricVsBench is the agent's rate over the kernel's bench's rate for
+	// the same benchmark and producers, measured right after it in the
+	// same boot: do the two measure the same thing?
+	MetricVsBench = "agent-vs-bench"
 )
+
+// ToolAgent is the Tool of the agent's own rows in a table that also has a
+// guest tool's rows.
+const ToolAgent = "agent"
 
 // Row is one benchmark at one producer count.
 type Row struct {
-	Benchmark string                `json:"benchmark"`
+	Benchmark string `json:"benchmark"`
+	// Tool is the guest tool that measured the row (benchmark.Tools), or
+	// ToolAgent when another tool measured the same benchmark; "" when
+	// the agent alone measured the table.
+	Tool      string                `json:"tool,omitempty"`
 	Producers int                   `json:"producers"`
 	Metric    string                `json:"metric"`
 	Control   bool                  `json:"control"` // a control benchmark: no series should move it
@@ -59,21 +71,38 @@ type Row struct {
 	Change    stats.Change          `json:"change"`
 }
 
+// Bench is the row's benchmark with the tool that measured it:
+// "uprobe-nop", "uprobe-nop (bench)", "uprobe-nop (agent)".
+func (r Row) Bench() string {
+	switch r.Tool {
+	case "":
+		return r.Benchmark
+	case ToolAgent:
+		return r.Benchmark + " (agent)"
+	}
+	return r.Benchmark + " (" + benchmark.ToolLabel(r.Tool) + ")"
+}
+
+// Agent reports whether the agent measured the row.
+func (r Row) Agent() bool { return r.Tool == "" || r.Tool == ToolAgent }
+
 // Name is the row's name in reports: "uprobe-nop", "uprobe-nop p2/p1".
 func (r Row) Name() string {
 	switch r.Metric {
 	case MetricScaling:
-		return fmt.Sprintf("%s p%d/p1", r.Benchmark, r.Producers)
+		return fmt.Sprintf("%s p%d/p1", r.Bench(), r.Producers)
 	case MetricVsFree:
-		return fmt.Sprintf("%s p%d ÷ probe-free", r.Benchmark, r.Producers)
+		return fmt.Sprintf("%s p%d ÷ probe-free", r.Bench(), r.Producers)
+	case MetricVsBench:
+		return fmt.Sprintf("%s p%d agent ÷ bench", r.Benchmark, r.Producers)
 	}
-	return r.Benchmark
+	return r.Bench()
 }
 
 // Label names the row with its producer count: "uprobe-nop p=1".
 func (r Row) Label() string {
 	if r.Metric == MetricRate {
-		return fmt.Sprintf("%s p=%d", r.Benchmark, r.Producers)
+		return fmt.Sprintf("%s p=%d", r.Bench(), r.Producers)
 	}
 	return r.Name()
 }
@@ -177,7 +206,7 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 		}
 		pair := fmt.Sprintf("%s round %d", host, b.Round)
 		for _, res := range b.Results {
-			row := t.row(res.Benchmark, res.Producers)
+			row := t.row(res.Benchmark, res.Tool, res.Producers)
 			sum := row.Variants.Ptr(b.Variant)
 			if !res.OK() || len(res.Samples) == 0 {
 				why := res.Error + res.Unsupported
@@ -205,6 +234,7 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 				p.Patched = p.Baseline
 			}
 		}
+		nameAgentRows(t)
 		sortRows(t.Rows)
 		// Boots from several hosts: a host's speed would pass for the
 		// series' effect, so changes are judged on pairs.
@@ -215,8 +245,27 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 	return out
 }
 
+// nameAgentRows marks the agent's rows as the agent's when a guest tool
+// measured the same benchmarks, so that each row says who measured it.
+func nameAgentRows(t *Table) {
+	tools := false
+	for _, r := range t.Rows {
+		tools = tools || r.Tool != ""
+	}
+	if !tools {
+		return
+	}
+	for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for i := range rows {
+			if rows[i].Tool == "" && rows[i].Metric != MetricVsBench {
+				rows[i].Tool = ToolAgent
+			}
+		}
+	}
+}
+
 // sortRows keeps benchmarks in the order boots ran them, producer counts
-// ascending within each.
+// ascending within each, the agent's row before a tool's.
 func sortRows(rows []Row) {
 	first := map[string]int{}
 	for i, r := range rows {
@@ -228,31 +277,48 @@ func sortRows(rows []Row) {
 		if rows[i].Benchmark != rows[j].Benchmark {
 			return first[rows[i].Benchmark] < first[rows[j].Benchmark]
 		}
-		return rows[i].Producers < rows[j].Producers
+		if rows[i].Producers != rows[j].Producers {
+			return rows[i].Producers < rows[j].Producers
+		}
+		return rows[i].Agent() && !rows[j].Agent()
 	})
 }
 
 // addRatios adds a boot's within-boot ratios, in the boot's own benchmark
-// order: scaling (results.Ratio) and probe ÷ probe-free.
+// order: scaling (results.Ratio), probe ÷ probe-free and agent ÷ bench.
 func addRatios(t *Table, b results.Boot, pair string) {
-	scaling := map[[2]any]float64{}
-	for _, x := range b.Ratios() {
-		scaling[[2]any{x.Benchmark, x.Producers}] = x.Value
+	type key struct {
+		bench, tool string
+		p           int
 	}
-	add := func(res protocol.Result, metric string, v float64) {
-		sum := t.ratioRow(res.Benchmark, res.Producers, metric).Variants.Ptr(b.Variant)
+	scaling := map[key]float64{}
+	for _, x := range b.Ratios() {
+		scaling[key{x.Benchmark, x.Tool, x.Producers}] = x.Value
+	}
+	toolRate := map[key]float64{}
+	for _, res := range b.Results {
+		if res.Tool == benchmark.BPFBench && res.OK() {
+			toolRate[key{res.Benchmark, "", res.Producers}] = protocol.Rate(res.Samples)
+		}
+	}
+	add := func(res protocol.Result, tool, metric string, v float64) {
+		sum := findRow(&t.Scaling, res.Benchmark, tool, res.Producers, metric).Variants.Ptr(b.Variant)
 		sum.Values = append(sum.Values, v)
 		sum.Pairs = append(sum.Pairs, pair)
 	}
 	for _, res := range b.Results {
-		if v, ok := scaling[[2]any{res.Benchmark, res.Producers}]; ok {
-			add(res, MetricScaling, v)
+		if v, ok := scaling[key{res.Benchmark, res.Tool, res.Producers}]; ok {
+			add(res, res.Tool, MetricScaling, v)
 		}
-		if res.ProbeFree == nil || res.ProbeFree.Rate <= 0 || !res.OK() {
+		rate := protocol.Rate(res.Samples)
+		if res.Tool != "" || !res.OK() || rate <= 0 {
 			continue
 		}
-		if rate := protocol.Rate(res.Samples); rate > 0 {
-			add(res, MetricVsFree, rate/res.ProbeFree.Rate)
+		if res.ProbeFree != nil && res.ProbeFree.Rate > 0 {
+			add(res, "", MetricVsFree, rate/res.ProbeFree.Rate)
+		}
+		if bench := toolRate[key{res.Benchmark, "", res.Producers}]; bench > 0 {
+			add(res, "", MetricVsBench, rate/bench)
 		}
 	}
 }
@@ -297,7 +363,7 @@ func (t *Table) finish(driftFloor bool) {
 	t.DriftFloor = map[string]float64{}
 	for _, rows := range both {
 		for _, r := range rows {
-			if r.Control && r.Change.Verdict != stats.Same {
+			if r.Control && r.Agent() && r.Change.Verdict != stats.Same {
 				t.DriftFloor[r.Metric] = math.Max(t.DriftFloor[r.Metric], math.Max(math.Abs(r.Change.Lo), math.Abs(r.Change.Hi)))
 			}
 		}
@@ -346,7 +412,7 @@ func perHost(t *Table) []string {
 	var top *Row
 	for i := range t.Rows {
 		r := &t.Rows[i]
-		if !r.Control && !r.Change.NoData && (top == nil || math.Abs(r.Change.Pct) > math.Abs(top.Change.Pct)) {
+		if !r.Control && r.Agent() && !r.Change.NoData && (top == nil || math.Abs(r.Change.Pct) > math.Abs(top.Change.Pct)) {
 			top = r
 		}
 	}
@@ -397,7 +463,9 @@ const DriftPct = 3.0
 func icountFloor(rows []Row) float64 {
 	floor := 0.01
 	for _, r := range rows {
-		if !r.Control {
+		// The agent's controls: a tool's figures are rounded (bench
+		// prints M/s to three decimals) and would set the floor by that.
+		if !r.Control || !r.Agent() {
 			continue
 		}
 		// Summaries are already computed (finish); the change is not yet.
@@ -411,19 +479,17 @@ func icountFloor(rows []Row) float64 {
 	return floor
 }
 
-func (t *Table) row(bench string, p int) *Row { return findRow(&t.Rows, bench, p, MetricRate) }
-
-func (t *Table) ratioRow(bench string, p int, metric string) *Row {
-	return findRow(&t.Scaling, bench, p, metric)
+func (t *Table) row(bench, tool string, p int) *Row {
+	return findRow(&t.Rows, bench, tool, p, MetricRate)
 }
 
-func findRow(rows *[]Row, bench string, p int, metric string) *Row {
+func findRow(rows *[]Row, bench, tool string, p int, metric string) *Row {
 	for i := range *rows {
-		if r := &(*rows)[i]; r.Benchmark == bench && r.Producers == p && r.Metric == metric {
+		if r := &(*rows)[i]; r.Benchmark == bench && r.Tool == tool && r.Producers == p && r.Metric == metric {
 			return r
 		}
 	}
-	*rows = append(*rows, Row{Benchmark: bench, Producers: p, Metric: metric})
+	*rows = append(*rows, Row{Benchmark: bench, Tool: tool, Producers: p, Metric: metric})
 	return &(*rows)[len(*rows)-1]
 }
 

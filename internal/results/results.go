@@ -121,6 +121,23 @@ type Initramfs struct {
 	Path   string `json:"path"`
 	Key    string `json:"key"`
 	Cached bool   `json:"cached"`
+	// Tools are the guest tools in the image (lab's tools:), with what
+	// they were built from.
+	Tools []Tool `json:"tools,omitempty"`
+}
+
+// Tool is a guest tool built for a run: the kernel's bench, from the
+// lab's source tree.
+type Tool struct {
+	Name     string        `json:"name"`
+	Key      string        `json:"key"` // its cache key (bpfbench.Inputs)
+	SHA256   string        `json:"sha256"`
+	Size     int64         `json:"size"`
+	Commit   string        `json:"commit"`   // the source commit it was built from
+	Set      string        `json:"set"`      // which of its benchmarks were built
+	LeftOut  string        `json:"left_out"` // what was not, and why
+	Duration time.Duration `json:"build_duration_ns"`
+	Cached   bool          `json:"cached"`
 }
 
 // Boot is one boot of one variant.
@@ -177,6 +194,7 @@ func (b *Boot) Fail(err error) {
 // of one benchmark. It survives the boot-to-boot drift of emulated machines.
 type Ratio struct {
 	Benchmark string
+	Tool      string // "" for the agent's own figures
 	Producers int
 	Value     float64
 }
@@ -187,17 +205,18 @@ func (b Boot) Ratios() []Ratio { return ScalingRatios(b.Results) }
 // ScalingRatios computes each benchmark's ratios against its own
 // 1-producer rate, in the order of the results.
 func ScalingRatios(res []protocol.Result) []Ratio {
-	one := map[string]float64{}
+	type key struct{ bench, tool string }
+	one := map[key]float64{}
 	for _, r := range res {
 		if r.Producers == 1 && r.OK() {
-			one[r.Benchmark] = protocol.Rate(r.Samples)
+			one[key{r.Benchmark, r.Tool}] = protocol.Rate(r.Samples)
 		}
 	}
 	var out []Ratio
 	for _, r := range res {
-		base, ok := one[r.Benchmark]
+		base, ok := one[key{r.Benchmark, r.Tool}]
 		if r.Producers > 1 && ok && base > 0 && r.OK() {
-			out = append(out, Ratio{Benchmark: r.Benchmark, Producers: r.Producers, Value: protocol.Rate(r.Samples) / base})
+			out = append(out, Ratio{Benchmark: r.Benchmark, Tool: r.Tool, Producers: r.Producers, Value: protocol.Rate(r.Samples) / base})
 		}
 	}
 	return out
@@ -328,14 +347,14 @@ func (f Figure) String() string {
 func (f Figure) Of(b Boot) (float64, bool) {
 	if f.Scaling {
 		for _, r := range b.Ratios() {
-			if r.Benchmark == f.Benchmark && r.Producers == f.Producers {
+			if r.Benchmark == f.Benchmark && r.Tool == "" && r.Producers == f.Producers {
 				return r.Value, true
 			}
 		}
 		return 0, false
 	}
 	for _, r := range b.Results {
-		if r.Benchmark == f.Benchmark && r.Producers == f.Producers && r.OK() {
+		if r.Benchmark == f.Benchmark && r.Tool == "" && r.Producers == f.Producers && r.OK() {
 			if v := protocol.Rate(r.Samples); v > 0 {
 				return v, true
 			}

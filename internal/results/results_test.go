@@ -19,6 +19,11 @@ func res(bench string, p int, hits ...uint64) protocol.Result {
 	return r
 }
 
+func toolRes(r protocol.Result) protocol.Result {
+	r.Tool = "bpf-bench"
+	return r
+}
+
 func TestScalingRatios(t *testing.T) {
 	got := ScalingRatios([]protocol.Result{
 		res("kretprobe", 1, 100, 100),
@@ -27,13 +32,17 @@ func TestScalingRatios(t *testing.T) {
 		res("uprobe-nop", 2, 50), // no 1-producer figure: no ratio
 		{Benchmark: "uprobe-ret", Producers: 1, Error: "attach failed"},
 		res("uprobe-ret", 2, 10),
+		// The same benchmark measured by the kernel's bench: its own ratio.
+		toolRes(res("kretprobe", 1, 50)),
+		toolRes(res("kretprobe", 2, 150)),
 	})
-	want := []Ratio{{"kretprobe", 2, 1.96}, {"kretprobe", 4, 3}}
+	want := []Ratio{{Benchmark: "kretprobe", Producers: 2, Value: 1.96}, {Benchmark: "kretprobe", Producers: 4, Value: 3},
+		{Benchmark: "kretprobe", Tool: "bpf-bench", Producers: 2, Value: 3}}
 	if len(got) != len(want) {
 		t.Fatalf("ratios = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i].Benchmark != want[i].Benchmark || got[i].Producers != want[i].Producers || math.Abs(got[i].Value-want[i].Value) > 1e-9 {
+		if got[i].Benchmark != want[i].Benchmark || got[i].Tool != want[i].Tool || got[i].Producers != want[i].Producers || math.Abs(got[i].Value-want[i].Value) > 1e-9 {
 			t.Errorf("ratio %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

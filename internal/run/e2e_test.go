@@ -541,3 +541,59 @@ func TestBenchSuite(t *testing.T) {
 		})
 	}
 }
+
+// The kernel's own bench, built from the lab's source tree, runs in the
+// guest right after the agent and its output is parsed into the same row:
+// one real trig-uprobe-nop result per boot, and the agent ÷ bench ratio
+// close to 1 under icount, where both count instructions.
+func TestBPFBenchBesideTheAgent(t *testing.T) {
+	e2e(t)
+	lab, err := spec.Load("../../labs/bench-parity.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Matrix
+	m.CPUs, m.Benchmarks, m.Boots = []int{1}, []string{"uprobe-nop"}, 1
+	m.Duration.Duration, m.Warmup.Duration = 2*time.Second, time.Second
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, dir, out := runLab(t, lab)
+	t.Log(out)
+	if len(res.Initramfs) != 1 || len(res.Initramfs[0].Tools) != 1 || res.Initramfs[0].Tools[0].SHA256 == "" {
+		t.Fatalf("the image's tools are not recorded: %+v", res.Initramfs)
+	}
+	for _, b := range res.Boots {
+		if !b.OK() {
+			t.Fatalf("boot %d %s: %+v", b.Index, b.Variant, b.Failure)
+		}
+		var agent, bench *protocol.Result
+		for i, r := range b.Results {
+			if r.Benchmark != "uprobe-nop" {
+				continue
+			}
+			switch r.Tool {
+			case "":
+				agent = &b.Results[i]
+			case benchmark.BPFBench:
+				bench = &b.Results[i]
+			}
+		}
+		if agent == nil || bench == nil {
+			t.Fatalf("boot %d: agent %v, bench %v", b.Index, agent, bench)
+		}
+		if !bench.OK() || len(bench.Samples) != 3 || len(bench.Warmup) != 1 {
+			t.Fatalf("boot %d: bench result %+v", b.Index, bench)
+		}
+		if !strings.Contains(strings.Join(bench.Output, "\n"), "Summary: hits") {
+			t.Errorf("boot %d: bench's output kept without its summary: %q", b.Index, bench.Output)
+		}
+		ratio := protocol.Rate(agent.Samples) / protocol.Rate(bench.Samples)
+		t.Logf("boot %d %s: agent %.0f hits/s, bench %.0f hits/s, agent ÷ bench %.4f", b.Index, b.Variant,
+			protocol.Rate(agent.Samples), protocol.Rate(bench.Samples), ratio)
+		if ratio < 0.9 || ratio > 1.1 {
+			t.Errorf("boot %d: agent ÷ bench = %.3f under icount, want within 10 %%", b.Index, ratio)
+		}
+	}
+	t.Logf("results in %s", dir)
+}

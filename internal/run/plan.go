@@ -121,7 +121,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 			}
 			p.Job = protocol.Job{
 				Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
-				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive,
+				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive, Tools: lab.Tools,
 			}
 			p.BootDeadline, p.Quiet = Deadline(a, shape.CPUs, accel, clock, p.Job, h.CPUs)
 			plans = append(plans, p)

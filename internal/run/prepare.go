@@ -2,15 +2,21 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/benchmark"
+	"lab/internal/bpfbench"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
 	"lab/internal/kconfig"
@@ -146,16 +152,20 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 			}
 			art.Kernels = append(art.Kernels, k)
 		}
+		files, tools, err := r.guestTools(ctx, tree, a, commits.Patched, art.Kernels[len(art.Kernels)-1])
+		if err != nil {
+			return nil, err
+		}
 		err = r.step("initramfs "+a.GOARCH, func() error {
 			log, err := r.logWriter("initramfs-" + a.GOARCH + ".log")
 			if err != nil {
 				return err
 			}
-			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log)
+			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log, files...)
 			if err != nil {
 				return err
 			}
-			art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached})
+			art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached, Tools: tools})
 			if img.Cached {
 				r.logf("initramfs %s: cached %s", a.GOARCH, img.Path)
 			}
@@ -172,6 +182,61 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// guestTools builds the lab's guest tools for a: the kernel's bench, from
+// the patched commit (a series that adds a benchmark to it is measured by
+// it) against the patched kernel's BTF. Both variants boot the same binary:
+// a tool that changed between them would measure itself.
+func (r *Runner) guestTools(ctx context.Context, tree *source.Tree, a arch.Arch, commit string, patched results.Kernel) ([]initramfs.File, []results.Tool, error) {
+	if !slices.Contains(r.lab.Tools, benchmark.BPFBench) {
+		return nil, nil, nil
+	}
+	var info *bpfbench.Info
+	err := r.step("bpf-bench "+a.Name, func() error {
+		if patched.Info.BTF == "" {
+			return fmt.Errorf("the %s kernel has no BTF (CONFIG_DEBUG_INFO_BTF), which bench needs: is kernel-config/%s in the lab's fragments?",
+				a.Name, "bpf-bench.config")
+		}
+		btf, err := os.ReadFile(patched.Info.BTF)
+		if err != nil {
+			return err
+		}
+		btfSum := fmt.Sprintf("%x", sha256.Sum256(btf))
+		sources, err := tree.PathsID(ctx, commit, bpfbench.StagePaths())
+		if err != nil {
+			return err
+		}
+		clang, cc, err := bpfbench.Versions(ctx, a)
+		if err != nil {
+			return err
+		}
+		in := bpfbench.Inputs{Arch: a.Name, Sources: sources, BTFSHA256: btfSum, Clang: clang, CC: cc, SourceID: tree.ID, Commit: commit}
+		log, err := r.logWriter("bpf-bench-" + a.Name + ".log")
+		if err != nil {
+			return err
+		}
+		b := &bpfbench.Builder{CacheDir: r.opt.CacheDir, SourceID: tree.ID, Jobs: r.opt.Jobs, Log: log, Sandboxed: r.opt.Sandbox}
+		if info, err = b.Lookup(in); err != nil || info != nil {
+			return err
+		}
+		if err := tree.Checkout(ctx, commit); err != nil {
+			return err
+		}
+		info, err = b.Build(ctx, a, in, tree.Dir, patched.Info.BTF)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	how := fmt.Sprintf("built in %.1fs", info.Duration.Seconds())
+	if info.Cached {
+		how = "cached"
+	}
+	r.logf("bpf-bench %s: %s, %d bytes, %s set (key %s)", a.Name, how, info.Size, info.Set, info.Key)
+	tool := results.Tool{Name: benchmark.BPFBench, Key: info.Key, SHA256: info.SHA256, Size: info.Size, Commit: commit,
+		Set: info.Set, LeftOut: info.LeftOut, Duration: info.Duration, Cached: info.Cached}
+	return []initramfs.File{{Host: info.Path, Guest: strings.TrimPrefix(protocol.ToolPath(benchmark.BPFBench), "/")}}, []results.Tool{tool}, nil
 }
 
 // blame puts first, for a kernel that does not compile, the compiler's
@@ -279,6 +344,11 @@ func checkTools(lab *spec.Lab, opt Options) error {
 	}
 	if opt.Sandbox && !opt.NoBuild {
 		need["bwrap"] = "bubblewrap"
+	}
+	if slices.Contains(lab.Tools, benchmark.BPFBench) && !opt.NoBuild {
+		// pahole makes the kernel's BTF: without it Kconfig drops
+		// DEBUG_INFO_BTF and bench cannot load.
+		need[bpfbench.Clang], need["llvm-strip-19"], need["pahole"] = "clang-19", "llvm-19", "dwarves"
 	}
 	for _, name := range lab.Matrix.Arch {
 		a, err := arch.Lookup(name)

@@ -160,9 +160,7 @@ func prepareGit(ctx context.Context, src spec.Source, cacheDir string, logf Logf
 	if err != nil {
 		return nil, fmt.Errorf("source %s: base %q: %w", repo, src.Base, err)
 	}
-	sum := sha256.Sum256([]byte(repo))
-	id := "git-" + hex.EncodeToString(sum[:6])
-	dir := filepath.Join(cacheDir, "src", id)
+	id, dir := gitTree(cacheDir, repo)
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
 		logf("add a lab worktree of %s at %s", repo, dir)
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -183,6 +181,21 @@ func prepareGit(ctx context.Context, src spec.Source, cacheDir string, logf Logf
 		return nil, err
 	}
 	return t, nil
+}
+
+// gitTree is the id and folder of lab's work tree of the user's git tree
+// at repo (an absolute path).
+func gitTree(cacheDir, repo string) (id, dir string) {
+	sum := sha256.Sum256([]byte(repo))
+	id = "git-" + hex.EncodeToString(sum[:6])
+	return id, filepath.Join(cacheDir, "src", id)
+}
+
+// GitTreeDir is the folder of lab's work tree of the git tree at repo.
+func GitTreeDir(cacheDir, repo string) string {
+	abs, _ := filepath.Abs(repo)
+	_, dir := gitTree(cacheDir, abs)
+	return dir
 }
 
 func (t *Tree) finish(ctx context.Context) error {
@@ -308,6 +321,18 @@ func (t *Tree) Subject(ctx context.Context, commit string) (string, error) {
 // same for the same files whatever commit, lab or series led to them.
 func (t *Tree) TreeHash(ctx context.Context, commit string) (string, error) {
 	return t.git.Output(ctx, "rev-parse", "--verify", commit+"^{tree}")
+}
+
+// PathsID identifies the content of some paths of commit (files or
+// folders) by their git object ids: the same for the same files whatever
+// commit holds them. A path the commit lacks counts as absent.
+func (t *Tree) PathsID(ctx context.Context, commit string, paths []string) (string, error) {
+	out, err := t.git.Run(ctx, append([]string{"ls-tree", "--full-tree", commit, "--"}, paths...)...)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(out))
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // KconfigID identifies the Kconfig files of the checked-out commit by their

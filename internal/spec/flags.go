@@ -29,6 +29,7 @@ type Flags struct {
 	Cores      flagval.Int
 	Threads    flagval.Int
 	NoControls flagval.Bool
+	Tools      flagval.Strings
 }
 
 // RegisterFlags adds the lab overrides to fs.
@@ -49,6 +50,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Threads, "threads", "threads per core (default 1)")
 	fs.Var(&f.Memory, "memory", "guest memory, e.g. 2G")
 	fs.Var(&f.Pin, "pin", "pin vCPU threads to host CPUs: auto (when a host CPU is left over), on or off")
+	fs.Var(&f.Tools, "tools", "guest tools that measure each benchmark again beside the agent, comma-separated (bpf-bench: the kernel's own bench)")
 }
 
 // Apply changes lab by the flags that were given, then validates it again.
@@ -105,6 +107,9 @@ func (f *Flags) Apply(lab *Lab) error {
 	}
 	if f.Pin.IsSet() {
 		m.Pin = f.Pin.V
+	}
+	if f.Tools.IsSet() {
+		lab.Tools = f.Tools.V
 	}
 	if err := lab.Validate(); err != nil {
 		var se *Error

@@ -53,6 +53,9 @@ type Lab struct {
 	// ConsoleExpect are regular expressions every boot's console must
 	// match, e.g. a KUnit test's "ok" line: a boot without them fails.
 	ConsoleExpect []string `yaml:"console_expect"`
+	// Tools are programs put in the guest beside lab's agent (lab
+	// benchmarks lists them): bpf-bench, the kernel's own benchmark.
+	Tools []string `yaml:"tools"`
 
 	// Path is the file the lab was read from; Root is the checkout holding
 	// patches/ and kernel-config/ (the lab file's parent's parent).
@@ -317,6 +320,11 @@ func (l *Lab) validate(d *doc) error {
 	if err := l.Matrix.validate(at, l.host); err != nil {
 		return err
 	}
+	for i, name := range l.Tools {
+		if _, err := benchmark.LookupTool(name); err != nil {
+			return at(err.Error(), "tools", fmt.Sprint(i))
+		}
+	}
 	for i, e := range l.ConsoleExpect {
 		if _, err := regexp.Compile(e); err != nil {
 			return at(fmt.Sprintf("console_expect %q: %v", e, err), "console_expect", fmt.Sprint(i))
@@ -536,6 +544,13 @@ func (l *Lab) Fragments(arch string) []string {
 	var f []string
 	for _, c := range l.Config {
 		f = append(f, filepath.Join(l.Root, "kernel-config", c))
+	}
+	// What the lab's guest tools need of the kernel (from lab's own
+	// kernel-config/, where the tool's fragment lives).
+	for _, name := range l.Tools {
+		if t, err := benchmark.LookupTool(name); err == nil && t.Fragment != "" && !slices.Contains(l.Config, t.Fragment) {
+			f = append(f, filepath.Join(l.Root, "kernel-config", t.Fragment))
+		}
 	}
 	if p := filepath.Join(l.Root, "kernel-config", arch+".config"); exists(p) {
 		f = append(f, p)

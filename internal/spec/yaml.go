@@ -60,7 +60,7 @@ func (d *doc) line(path ...string) int {
 
 // emptyOK are the lists that may be empty: the rest need an item, since an
 // empty list would either run nothing or be replaced by a default.
-var emptyOK = map[string]bool{"claims": true, "console_expect": true}
+var emptyOK = map[string]bool{"claims": true, "console_expect": true, "tools": true}
 
 // parseYAML checks data and decodes it into lab.
 func parseYAML(file string, data []byte, lab *Lab) (*doc, error) {
@@ -409,7 +409,7 @@ func describe(n ast.Node) string {
 var examples = map[string]string{
 	"name": "uprobe-srcu", "description": "what the series does", "series": "uprobe-srcu", "mode": "revert",
 	"tarball": DefaultTarball, "package": DefaultPackage, "git": "/path/to/linux", "base": "v6.12",
-	"config": "[common.config]", "console_expect": "['ok 1 kprobes_test']",
+	"config": "[common.config]", "console_expect": "['ok 1 kprobes_test']", "tools": "[bpf-bench]",
 	"memory": "1G", "boots": "5", "maxactive": "32", "sockets": "2", "clusters": "2", "cores": "4", "threads": "1",
 	"measure": "auto", "pin": "auto", "benchmark": "uprobe-nop", "direction": "faster", "min": "2%", "note": "the author's figures",
 	"matrix.cpus": "[2]", "matrix.producers": "[1, 2]", "matrix.numa": "[1, 2]", "matrix.arch": "[x86_64]",
