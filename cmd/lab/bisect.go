@@ -29,7 +29,17 @@ baseline and step n its patched kernel. The figure is --benchmark at
 that changed most between the ends. The ends are measured first: when they do
 not differ, lab stops. Steps that do not build or boot are skipped.
 
-Exit codes:
+With --run, lab judges one commit for git bisect run: the HEAD of the lab's
+git source (where git bisect stands) against --good and --bad, following
+--benchmark or --claim; under icount the ends are measured once and cached
+for every later step:
+
+  cd ~/linux && git bisect start BAD GOOD
+  git bisect run lab bisect --run --good GOOD --bad BAD --benchmark uprobe-nop LAB.yaml
+
+Exit codes (--run: 0 like good, 1 like bad, 125 skip: it does not build or
+boot, or it stayed unclear; 128 stops git bisect: the ends do not differ, or
+lab failed, whatever the reason):
   0  culprit found (with --each: the change shared out patch by patch)
   1  lab failed (a bad lab file, a series that does not apply)
   2  usage: the command line is wrong
@@ -45,7 +55,7 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
 	var bench, good, bad, junit flagval.String
-	var scaling, each flagval.Bool
+	var scaling, each, probe flagval.Bool
 	var claim, maxBoots flagval.Int
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
@@ -55,13 +65,14 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	fs.Var(&good, "good", "with --bad: bisect the first-parent commits of the lab's git source from this ref")
 	fs.Var(&bad, "bad", "with --good: ... to this ref")
 	fs.Var(&each, "each", "measure every step and share the change out patch by patch")
+	fs.Var(&probe, "run", "judge the git source's HEAD against --good and --bad, for git bisect run (exit 0 good, 1 bad, 125 skip, 128 stop)")
 	fs.Var(&maxBoots, "max-boots", "wall clock: the most boots of one step before it is unclear (default 16)")
 	fs.Var(&junit, "junit", "also write JUnit XML to this file (a case per step)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), bisectHelp)
 		fs.PrintDefaults()
 	}
-	return func(ctx context.Context, inv invocation) error {
+	bisectMain := func(ctx context.Context, inv invocation) error {
 		if len(inv.args) != 1 {
 			return usagef("bisect takes one lab file, got %d", len(inv.args))
 		}
@@ -75,11 +86,9 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if err := labFlags.Apply(lab); err != nil {
 			return err
 		}
-		root, err := initramfs.ModuleRoot(".")
+		root, err := initramfs.FindModuleRoot(lab.Root)
 		if err != nil {
-			if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
-				return err
-			}
+			return err
 		}
 		ro := run.Options{Lab: lab}
 		if err := runFlags.Apply(&ro, root); err != nil {
@@ -87,7 +96,7 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,
 			Jobs: ro.Jobs, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Good: good.V, Bad: bad.V,
-			Each: each.V, MaxBoots: maxBoots.V, Claim: claim.V, Sandbox: ro.Sandbox}
+			Each: each.V, Run: probe.V, MaxBoots: maxBoots.V, Claim: claim.V, Sandbox: ro.Sandbox}
 		switch {
 		case bench.IsSet() && claim.IsSet():
 			return usagef("--benchmark and --claim both name the figure: give one")
@@ -128,10 +137,29 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			}
 			return err
 		}
+		if probe.V {
+			if code := bisect.RunExitCode(res.Bisect); code != bisect.RunGood {
+				return codeError{code, fmt.Errorf("bisect --run: HEAD is %s", res.Bisect.Steps[min(1, len(res.Bisect.Steps)-1)].Verdict)}
+			}
+			return nil
+		}
 		if code := bisect.ExitCode(res.Bisect.Outcome); code != 0 {
 			return codeError{code, fmt.Errorf("bisect: %s", res.Bisect.Outcome)}
 		}
 		return nil
+	}
+	return func(ctx context.Context, inv invocation) error {
+		err := bisectMain(ctx, inv)
+		if !probe.V {
+			return err
+		}
+		// git bisect run reads 1..127 but 125 as "bad": whatever went
+		// wrong must stop it, not blame the commit.
+		var ce codeError
+		if err != nil && !(errors.As(err, &ce) && (ce.code == bisect.RunBad || ce.code == bisect.RunSkip)) {
+			return codeError{bisect.RunAbort, err}
+		}
+		return err
 	}
 }
 

@@ -188,6 +188,10 @@ func corpus() []corpusCase {
 		{"flags", "unknown command", "", nil, "rnu LAB", `unknown command "rnu"`, 0, 2},
 		{"flags", "bisect of a bad lab", with("boots: 2", "boots: 0"), nil, "bisect LAB", "boots 0: want at least 1", 9, 1},
 		{"flags", "bisect --only", "", nil, "bisect LAB --only patched", "--only: a bisect boots every step it needs", 0, 2},
+		// Under git bisect run, 1..127 (but 125) would blame the commit.
+		{"flags", "bisect --run without ends", "", nil, "bisect LAB --run --benchmark uprobe-nop", "--run judges the git tree's HEAD for git bisect run", 0, 128},
+		{"flags", "bisect --run, mistyped flag", "", nil, "bisect LAB --run --benchmrk uprobe-nop", "flag provided but not defined", 0, 128},
+		{"flags", "bisect --run, two labs", "", nil, "bisect LAB LAB --run", "bisect takes one lab file, got 2", 0, 128},
 
 		// Folders that are not lab runs.
 		{"runs", "no results.json", "", nil, "report RUN(no-results-json) -out OUT", "no-results-json: not a lab run folder (no results.json: no such file or directory)", 0, 1},

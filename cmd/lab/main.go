@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lab/internal/benchmark"
+	"lab/internal/bisect"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
 	"lab/internal/report"
@@ -139,6 +141,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if err != nil {
+			if name == "bisect" && slices.ContainsFunc(args, func(a string) bool { return a == "--run" || a == "-run" }) {
+				// Under git bisect run, 2 would blame the commit.
+				return bisect.RunAbort
+			}
 			return exitUsage // the flag package has said what is wrong
 		}
 		err = do(ctx, invocation{args: pos, raw: args, out: stdout})
@@ -155,10 +161,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitInterrupt
 		case errors.As(err, &ge):
 			return ge.Code
+		case errors.As(err, &ce):
+			// Its own code first, whatever it wraps (lab bisect --run
+			// turns a usage error into git bisect's "stop").
+			return ce.code
 		case errors.As(err, &ue), errors.As(err, &fe):
 			return exitUsage
-		case errors.As(err, &ce):
-			return ce.code
 		}
 		return exitError
 	}
@@ -245,11 +253,9 @@ func runOptions(inv invocation, labFlags *spec.Flags, runFlags *run.Flags) (run.
 	if err := labFlags.Apply(lab); err != nil {
 		return run.Options{}, err
 	}
-	root, err := initramfs.ModuleRoot(".")
+	root, err := initramfs.FindModuleRoot(lab.Root)
 	if err != nil {
-		if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
-			return run.Options{}, err
-		}
+		return run.Options{}, err
 	}
 	opt := run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
 	if err := runFlags.Apply(&opt, root); err != nil {

@@ -69,11 +69,9 @@ func (f *planFlags) request(fs *flag.FlagSet, labArg string) (cluster.Request, s
 	if err := f.lab.Apply(lab); err != nil {
 		return cluster.Request{}, "", err
 	}
-	root, err := initramfs.ModuleRoot(".")
+	root, err := initramfs.FindModuleRoot(lab.Root)
 	if err != nil {
-		if root, err = initramfs.ModuleRoot(lab.Root); err != nil {
-			return cluster.Request{}, "", err
-		}
+		return cluster.Request{}, "", err
 	}
 	var opt run.Options
 	if err := f.run.Apply(&opt, root); err != nil {

@@ -6,7 +6,9 @@ package bisect
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
@@ -114,4 +117,130 @@ matrix:
 	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestGitBisectRun lets git drive: git bisect run calls lab bisect --run on
+// each commit git picks, in a user's git tree (no checkout: lab builds in
+// its own work tree, so git bisect --no-checkout does). Of doc, spin (the
+// culprit) and a harmless change, git must name the spin commit; the ends
+// are booted in the first step only (icount: cached for the next).
+func TestGitBisectRun(t *testing.T) {
+	testenv.E2E(t, "builds and boots real kernels under git bisect run")
+	ctx := context.Background()
+	cache := run.DefaultCache()
+	root := testenv.Checkout(t, "../..")
+	edits := []testenv.Edit{testSeries[0], testSeries[4], testSeries[1]}
+	tree, err := source.Prepare(ctx, spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteSeries(t, tree.Dir, root, "git-run", edits)
+	ser, err := series.Load(filepath.Join(root, "patches", "git-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits, err := tree.Variants(ctx, ser, spec.ModeApply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := tree.BaseHash, commits.Patched
+	chain, err := tree.Chain(ctx, good, bad)
+	if err != nil || len(chain) != 3 {
+		t.Fatalf("chain %v, %v", chain, err)
+	}
+	treeGit := filepath.Join(tree.Dir, ".git")
+
+	// The user's tree: git's objects are the lab tree's (alternates), no
+	// files checked out.
+	user := filepath.Join(t.TempDir(), "linux")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost"}, args...)...)
+		cmd.Dir = user
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	os.MkdirAll(user, 0o755)
+	git("init", "-q")
+	os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(treeGit, "objects")+"\n"), 0o644)
+	git("update-ref", "refs/heads/series", bad)
+	git("symbolic-ref", "HEAD", "refs/heads/series")
+	// lab adds its work tree of the user's tree under the cache: remove it
+	// after the test, with the temp tree.
+	t.Cleanup(func() { os.RemoveAll(source.GitTreeDir(cache, user)) })
+	labFile := filepath.Join(root, "labs", "git-run.yaml")
+	os.WriteFile(labFile, []byte(fmt.Sprintf(`name: git-run
+series: git-run
+mode: apply
+source:
+  git: %s
+  base: %s
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uprobe-nop]
+  producers: [1]
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: icount
+`, user, good)), 0o644)
+	lab, err := spec.Load(labFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every commit's kernel into the content-keyed cache now, as
+	// incremental builds of the tarball's tree: the git source's own build
+	// folder would start cold.
+	a, _ := arch.Lookup("x86_64")
+	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	for _, c := range chain {
+		if _, err := k.Get(ctx, a, c, short(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
+		t.Fatal(err)
+	}
+	tree.Close()
+
+	bin := filepath.Join(t.TempDir(), "lab")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/lab").CombinedOutput(); err != nil {
+		t.Fatalf("build lab: %v\n%s", err, out)
+	}
+	moduleRoot, _ := filepath.Abs("../..")
+	results := t.TempDir()
+	git("bisect", "start", "--no-checkout", bad, good)
+	cmd := exec.Command("git", "bisect", "run", bin, "bisect", "--run", "--good", good, "--bad", bad,
+		"--benchmark", "uprobe-nop", "--cache", cache, "--results", results, labFile)
+	cmd.Dir = user
+	// git runs lab in the kernel tree: LAB_ROOT says where lab's checkout
+	// (the guest agent's source) is.
+	cmd.Env = append(os.Environ(), "LAB_ROOT="+moduleRoot)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("git bisect run: %v", err)
+	}
+	culprit := chain[1]
+	if !strings.Contains(string(out), culprit+" is the first bad commit") {
+		t.Errorf("git bisect run did not name %s (%s)", short(culprit), edits[1].Subject)
+	}
+	// One lab bisect --run per commit git tried, the ends booted by the
+	// first alone.
+	runs, _ := filepath.Glob(filepath.Join(results, "git-run", "bisect-*", "results.json"))
+	boots := 0
+	for _, r := range runs {
+		data, _ := os.ReadFile(r)
+		boots += strings.Count(string(data), `"console_log"`)
+	}
+	t.Logf("%d lab bisect --run invocations, %d boots", len(runs), boots)
+	if len(runs) < 2 || boots > 4+len(runs) {
+		t.Errorf("%d invocations and %d boots: want the ends (4 boots) once, then one boot a commit", len(runs), boots)
+	}
+	git("bisect", "reset")
 }

@@ -30,6 +30,28 @@ const (
 	ExitInfra    = 5 // the infrastructure failed (QEMU could not start, the disk is full)
 )
 
+// Exit codes of lab bisect --run, as git bisect run reads them.
+const (
+	RunGood  = 0   // the step is like the good end
+	RunBad   = 1   // the step is like the bad end
+	RunSkip  = 125 // it does not build or boot, or it stayed unclear: git bisect skip
+	RunAbort = 128 // the ends do not differ, or lab could not judge: git bisect stops
+)
+
+// RunExitCode is the git bisect run exit code of a --run bisect.
+func RunExitCode(bi *results.Bisect) int {
+	if bi == nil || bi.Outcome != Probed || bi.Culprit <= 0 || bi.Culprit >= len(bi.Steps) {
+		return RunAbort
+	}
+	switch bi.Steps[bi.Culprit].Verdict {
+	case LikeGood, NoCode:
+		return RunGood
+	case LikeBad:
+		return RunBad
+	}
+	return RunSkip
+}
+
 // ExitCode is the exit code for a bisect's outcome.
 func ExitCode(outcome string) int {
 	switch outcome {
@@ -100,6 +122,14 @@ func Headline(r *results.Run) string {
 		c := bi.Steps[bi.Culprit]
 		return fmt.Sprintf("lab bisect: %s; culprit: step %d, %s: %s on its own, %.0f %% of the change. %s.",
 			ends, c.Index, stepName(c), changeText(bi, bi.Own), 100*bi.Explains, cost)
+	case Probed:
+		c := bi.Steps[bi.Culprit]
+		own := ""
+		if len(c.Values) > 0 {
+			own = fmt.Sprintf(" (%s %s)", bi.Figure, formatFigure(bi.Figure, mean(c.Values)))
+		}
+		return fmt.Sprintf("lab bisect --run: %s; %s%s is %s: git bisect exit %d.",
+			ends, stepName(c), own, c.Verdict, RunExitCode(bi))
 	case Range:
 		return fmt.Sprintf("lab bisect: %s; the culprit is one of steps %d..%d (%s): the steps between could not be measured. %s.",
 			ends, bi.First, bi.Culprit, namesOf(bi, bi.First, bi.Culprit), cost)

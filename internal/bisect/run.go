@@ -2,6 +2,9 @@ package bisect
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +16,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
+	"lab/internal/gitcmd"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
 	"lab/internal/kconfig"
@@ -47,9 +51,13 @@ type Options struct {
 	// lab's series.
 	Good, Bad string
 	Each      bool
-	MaxBoots  int  // wall clock: the most boots of a step
-	Sandbox   bool // build in a bubblewrap namespace
-	Host      *run.Host
+	// Run judges one commit for git bisect run: the lab's git source's
+	// HEAD against Good and Bad (their figures cached under icount, where
+	// they repeat, so that every step of git's bisect reuses them).
+	Run      bool
+	MaxBoots int  // wall clock: the most boots of a step
+	Sandbox  bool // build in a bubblewrap namespace
+	Host     *run.Host
 }
 
 // Run carries out a bisect and returns its record (also when it fails
@@ -66,6 +74,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if opt.Good != "" && lab.Source.Git == "" {
 		return nil, "", fmt.Errorf("--good/--bad bisect a git range: the lab's source must be a git tree (source: git:)")
 	}
+	if opt.Run && (opt.Good == "" || opt.Each || (opt.Figure == nil && opt.Claim == 0)) {
+		return nil, "", fmt.Errorf("--run judges the git tree's HEAD for git bisect run: it needs --good and --bad, and a figure (--benchmark or --claim) that every step follows; not --each")
+	}
 	plans, err := run.Plan(lab, host)
 	if err != nil {
 		return nil, "", err
@@ -78,7 +89,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil
-	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now()}
+	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]Obs{}}
 	b.rep = progress.New(opt.Out, b.start)
 	defer b.rep.Stop()
 	if fig != nil {
@@ -165,6 +176,9 @@ type bisector struct {
 	// pending are boots of the ends made before the figure was chosen, to
 	// be handed to the search first.
 	pending map[int][]Obs
+	// ends is the --run cache of the ends' figures (icount), nil until
+	// read.
+	ends *endsCache
 }
 
 func (b *bisector) logf(format string, args ...any) { b.rep.Logf(format, args...) }
@@ -210,9 +224,12 @@ func (b *bisector) do(ctx context.Context) error {
 	mode := Mode{ICount: b.plan.Clock == vm.ClockICount, MaxBoots: b.opt.MaxBoots}
 	var res *Result
 	var err error
-	if b.opt.Each {
+	switch {
+	case b.opt.Run:
+		res, err = Probe(ctx, b, mode, 1)
+	case b.opt.Each:
 		res, err = Each(ctx, b, mode)
-	} else {
+	default:
 		res, err = Search(ctx, b, mode)
 	}
 	b.record(res)
@@ -245,9 +262,12 @@ func (b *bisector) prepare(ctx context.Context) error {
 	if err := kconfig.CheckSymbols(tree.Dir, b.lab.Fragments(b.plan.Arch.Name)); err != nil {
 		return err
 	}
-	if b.opt.Good != "" {
+	switch {
+	case b.opt.Run:
+		err = b.probeSteps(ctx)
+	case b.opt.Good != "":
 		err = b.rangeSteps(ctx)
-	} else {
+	default:
 		err = b.seriesSteps(ctx)
 	}
 	if err != nil {
@@ -338,6 +358,37 @@ func (b *bisector) rangeSteps(ctx context.Context) error {
 	return nil
 }
 
+// probeSteps: --good, the git source's HEAD (where git bisect stands),
+// --bad.
+func (b *bisector) probeSteps(ctx context.Context) error {
+	good, err := b.tree.Resolve(ctx, b.opt.Good)
+	if err != nil {
+		return err
+	}
+	bad, err := b.tree.Resolve(ctx, b.opt.Bad)
+	if err != nil {
+		return err
+	}
+	// git bisect --no-checkout (lab builds in its own work tree, so the
+	// user's need not be rewritten) moves BISECT_HEAD, not HEAD.
+	user := &gitcmd.Git{Dir: b.lab.Source.Git}
+	head, err := user.Output(ctx, "rev-parse", "--verify", "-q", "BISECT_HEAD^{commit}")
+	if err != nil {
+		if head, err = user.Output(ctx, "rev-parse", "--verify", "HEAD^{commit}"); err != nil {
+			return fmt.Errorf("--run: the HEAD of %s: %w", b.lab.Source.Git, err)
+		}
+	}
+	if head == good || head == bad {
+		return fmt.Errorf("--run: HEAD of %s is the %s end itself (%s)", b.lab.Source.Git, map[bool]string{true: "good", false: "bad"}[head == good], short(head))
+	}
+	b.run.Bisect.Range = fmt.Sprintf("git bisect run: HEAD %s between %s and %s", short(head), b.opt.Good, b.opt.Bad)
+	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
+	for k, c := range []string{good, head, bad} {
+		b.steps = append(b.steps, results.BisectStep{Index: k, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
+	}
+	return nil
+}
+
 func subjectOf(ctx context.Context, t *source.Tree, c string) string {
 	s, _ := t.Subject(ctx, c)
 	return s
@@ -408,15 +459,67 @@ func (b *bisector) variantOf(k int) variant.Variant {
 
 // Measure boots step k once and reads the figure.
 func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
+	end := k == 0 || k == len(b.steps)-1
+	if b.opt.Run && end && b.plan.Clock == vm.ClockICount && b.ends == nil {
+		b.loadEnds()
+	}
 	if q := b.pending[k]; len(q) > 0 {
 		b.pending[k] = q[1:]
+		b.logf("step %d (%s): figure from an earlier lab bisect --run of the same ends (%s)", k, b.steps[k].Name, b.endsPath())
 		return q[0], nil
 	}
 	boot, err := b.bootStep(ctx, k)
 	if err != nil {
 		return Obs{}, err
 	}
-	return b.obs(boot)
+	o, err := b.obs(boot)
+	if err == nil && b.ends != nil && end {
+		b.saveEnd(k, o)
+	}
+	return o, err
+}
+
+// endsCache is what lab bisect --run keeps of the ends between the steps
+// of one git bisect: under icount their figures repeat, so the ends are
+// booted once for the whole bisect, not once per step.
+type endsCache struct {
+	Good []Obs `json:"good"`
+	Bad  []Obs `json:"bad"`
+}
+
+// endsPath is the ends' cache file: keyed by both ends' kernel images, the
+// shape and the job (the figure and its controls).
+func (b *bisector) endsPath() string {
+	h := sha256.New()
+	job, _ := b.plan.Job.Encode()
+	fmt.Fprintf(h, "good=%s\nbad=%s\narch=%s\nshape=%s\naccel=%s\nclock=%s\njob=%s\nfigure=%s\n",
+		b.steps[0].Kernel.Info.ImageSHA256, b.steps[len(b.steps)-1].Kernel.Info.ImageSHA256,
+		b.plan.Arch.Name, b.plan.Shape, b.plan.Accel.Name, b.plan.Clock, job, b.fig)
+	return filepath.Join(b.opt.CacheDir, "bisect-ends", hex.EncodeToString(h.Sum(nil))[:24]+".json")
+}
+
+func (b *bisector) loadEnds() {
+	b.ends = &endsCache{}
+	data, err := os.ReadFile(b.endsPath())
+	if err != nil || json.Unmarshal(data, b.ends) != nil {
+		b.ends = &endsCache{}
+		return
+	}
+	b.pending[0] = append(b.pending[0], b.ends.Good...)
+	b.pending[len(b.steps)-1] = append(b.pending[len(b.steps)-1], b.ends.Bad...)
+}
+
+func (b *bisector) saveEnd(k int, o Obs) {
+	if k == 0 {
+		b.ends.Good = append(b.ends.Good, o)
+	} else {
+		b.ends.Bad = append(b.ends.Bad, o)
+	}
+	path := b.endsPath()
+	data, _ := json.MarshalIndent(b.ends, "", "  ")
+	if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path+".tmp", data, 0o644) == nil {
+		os.Rename(path+".tmp", path)
+	}
 }
 
 func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {

@@ -79,6 +79,7 @@ const (
 	Range      = "range"      // skipped steps leave a range of suspects
 	Doubt      = "unclear"    // an unclear step, or a series that is not monotonic
 	Attributed = "attributed" // --each: every step measured, the change shared out
+	Probed     = "probed"     // --run: one step judged against the ends, for git bisect run
 )
 
 // Step is what the search learnt about one step.
@@ -189,6 +190,31 @@ func Each(ctx context.Context, env Env, mode Mode) (*Result, error) {
 	s.res.Outcome = Attributed
 	s.res.Culprit, s.res.First = bestK, bestK
 	return s.finish(s.prevMeasured(bestK), bestK), nil
+}
+
+// Probe judges step k alone against the ends, for a bisect someone else
+// drives (git bisect run): the ends first, then the step, decided as a
+// search decides its steps. The verdict is the step's.
+func Probe(ctx context.Context, env Env, mode Mode, k int) (*Result, error) {
+	s := newSearch(env, mode)
+	if k <= 0 || k >= s.n {
+		return s.res, fmt.Errorf("probe step %d of %d: not between the ends", k, s.n)
+	}
+	if err := s.ends(ctx); err != nil {
+		return s.res, err
+	}
+	if s.res.Outcome == NoChange {
+		return s.res, nil
+	}
+	v, err := s.judge(ctx, k)
+	if err != nil {
+		return s.res, err
+	}
+	s.res.Outcome, s.res.Culprit, s.res.First = Probed, k, k
+	if v == Neither {
+		s.note(fmt.Sprintf("step %d differs from both ends: part of the change, or another one", k))
+	}
+	return s.res, nil
 }
 
 type search struct {

@@ -270,3 +270,42 @@ func TestFloorIncludesTheFiguresSpread(t *testing.T) {
 		t.Errorf("floor %.4f %%, step 1 %s (ends %v / %v)", r.FloorPct, r.Steps[1].Verdict, r.Steps[0].Values(), r.Steps[2].Values())
 	}
 }
+
+// --run judges one step for git bisect run: like good before the culprit,
+// like bad from it on, skipped when it does not build or boot.
+func TestProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		vals    []float64
+		skip    string
+		mode    Mode
+		noise   float64
+		want    string
+		outcome string
+	}{
+		{"before the culprit", []float64{1e6, 1e6, 1.1e6}, "", icount, 1e-6, LikeGood, Probed},
+		{"the culprit", []float64{1e6, 1.1e6, 1.1e6}, "", icount, 1e-6, LikeBad, Probed},
+		{"half way", []float64{1e6, 1.05e6, 1.1e6}, "", icount, 1e-6, Neither, Probed},
+		{"does not build", []float64{1e6, 1e6, 1.1e6}, "build", icount, 1e-6, Skipped, Probed},
+		{"does not boot", []float64{1e6, 1e6, 1.1e6}, "boot", icount, 1e-6, Skipped, Probed},
+		{"wall clock", []float64{1e6, 1.2e6, 1.2e6}, "", wall, 0.03, LikeBad, Probed},
+		{"ends alike", []float64{1e6, 1e6, 1e6}, "", icount, 1e-6, Untested, NoChange},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newFake(tc.vals, tc.noise)
+			if tc.skip != "" {
+				env.skip[1] = tc.skip
+			}
+			r, err := Probe(context.Background(), env, tc.mode, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != tc.outcome || r.Steps[1].Verdict != tc.want {
+				t.Errorf("%s, step verdict %q; want %s, %q (%v)", r.Outcome, r.Steps[1].Verdict, tc.outcome, tc.want, r.Notes)
+			}
+		})
+	}
+	if _, err := Probe(context.Background(), newFake([]float64{1, 2}, 0), icount, 1); err == nil {
+		t.Error("probed an end")
+	}
+}
