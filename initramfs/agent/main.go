@@ -152,6 +152,9 @@ func hello(start float64) *protocol.Hello {
 	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
 		h.Online = strings.TrimSpace(string(b))
 	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/possible"); err == nil {
+		h.Possible = strings.TrimSpace(string(b))
+	}
 	h.OnlineCPUs = runtime.NumCPU()
 	var set unix.CPUSet
 	if unix.SchedGetaffinity(0, &set) == nil {

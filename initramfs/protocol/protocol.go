@@ -76,12 +76,16 @@ type Record struct {
 
 // Hello describes the guest as the agent found it.
 type Hello struct {
-	Release     string  `json:"release"`       // uname -r
-	Version     string  `json:"version"`       // /proc/version
-	UptimeS     float64 `json:"uptime_s"`      // guest uptime when the agent started
-	OnlineCPUs  int     `json:"online_cpus"`   // sysconf(_SC_NPROCESSORS_ONLN)
-	Online      string  `json:"online"`        // /sys/devices/system/cpu/online
-	MemTotalKiB int64   `json:"mem_total_kib"` // from /proc/meminfo
+	Release    string  `json:"release"`     // uname -r
+	Version    string  `json:"version"`     // /proc/version
+	UptimeS    float64 `json:"uptime_s"`    // guest uptime when the agent started
+	OnlineCPUs int     `json:"online_cpus"` // sysconf(_SC_NPROCESSORS_ONLN)
+	Online     string  `json:"online"`      // /sys/devices/system/cpu/online
+	// Possible is /sys/devices/system/cpu/possible: what the kernel sizes
+	// per-CPU pools by (a kretprobe's default maxactive is
+	// max(10, 2 × possible CPUs)).
+	Possible    string `json:"possible,omitempty"`
+	MemTotalKiB int64  `json:"mem_total_kib"` // from /proc/meminfo
 	// Nodes are the NUMA nodes the kernel set up
 	// (/sys/devices/system/node/node*), with their CPUs and memory.
 	Nodes []Node `json:"nodes,omitempty"`
@@ -122,6 +126,11 @@ type Result struct {
 	// Output is what the tool printed that the result was read from (its
 	// command line first), so that a reader can check the parse.
 	Output []string `json:"output,omitempty"`
+	// VCPUHostShare is set by the host, not the agent: the share of a host
+	// CPU each vCPU's QEMU thread got while the guest measured this result
+	// (from the record before it to it). Under the wall clock, P producers
+	// contend only if P vCPU threads ran at once.
+	VCPUHostShare []float64 `json:"vcpu_host_share,omitempty"`
 }
 
 // OK reports whether the result has figures: it ran, and was supported.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/gitcmd"
 	"lab/internal/kconfig"
+	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -596,4 +598,60 @@ func TestBPFBenchBesideTheAgent(t *testing.T) {
 		}
 	}
 	t.Logf("results in %s", dir)
+}
+
+// Under icount a figure is a count of guest instructions, so boots that run
+// side by side must give the figures of boots run one after the other: the
+// same lab serial and with two boots at once agree, row by row, within the
+// icount floor, and keep the same interleaved boot order.
+func TestParallelICountAgreesWithSerial(t *testing.T) {
+	e2e(t)
+	lab := smallLab(t, "x86_64")
+	m := &lab.Matrix
+	m.CPUs, m.Producers, m.Boots = []int{1}, []int{1}, 2
+	m.Duration.Duration, m.Warmup.Duration = time.Second, 0
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	runWith := func(parallel int) (*results.Run, time.Duration) {
+		t.Helper()
+		var out bytes.Buffer
+		start := time.Now()
+		res, _, err := Run(context.Background(), Options{
+			Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
+			Command: []string{"go", "test"}, Out: &out, Parallel: parallel,
+		})
+		if err != nil {
+			t.Fatalf("run --parallel %d: %v\n%s", parallel, err, out.String())
+		}
+		return res, time.Since(start)
+	}
+	serial, ts := runWith(1)
+	parallel, tp := runWith(2)
+	t.Logf("4 icount boots: serial %.0f s, two at a time %.0f s", ts.Seconds(), tp.Seconds())
+	if len(serial.Boots) != len(parallel.Boots) {
+		t.Fatalf("%d boots serial, %d parallel", len(serial.Boots), len(parallel.Boots))
+	}
+	for i := range serial.Boots {
+		s, p := serial.Boots[i], parallel.Boots[i]
+		if s.Index != p.Index || s.Variant != p.Variant || s.Round != p.Round {
+			t.Errorf("boot %d: serial %d %s round %d, parallel %d %s round %d", i, s.Index, s.Variant, s.Round, p.Index, p.Variant, p.Round)
+		}
+	}
+	st, pt := report.Tables(serial), report.Tables(parallel)
+	if len(st) != 1 || len(pt) != 1 {
+		t.Fatalf("%d and %d tables", len(st), len(pt))
+	}
+	floor := max(st[0].FloorPct, pt[0].FloorPct)
+	for i, r := range st[0].Rows {
+		q := pt[0].Rows[i]
+		for _, v := range variant.Both {
+			a, b := r.Variants.Get(v).Mean, q.Variants.Get(v).Mean
+			d := 100 * (b/a - 1)
+			t.Logf("%s %s: serial %.6g, parallel %.6g: %+.4f %% (floor %.4f %%)", r.Label(), v, a, b, d, floor)
+			if a == 0 || math.Abs(d) > floor {
+				t.Errorf("%s %s: serial %.6g and parallel %.6g differ by %+.4f %%, beyond the icount floor %.4f %%", r.Label(), v, a, b, d, floor)
+			}
+		}
+	}
 }

@@ -173,12 +173,14 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })
 	b.Outcome = out
 	if out != nil {
-		for _, rec := range out.Records {
+		for i, rec := range out.Records {
 			switch rec.Type {
 			case protocol.TypeHello:
 				b.Hello = rec.Hello
 			case protocol.TypeResult:
-				b.Results = append(b.Results, *rec.Result)
+				res := *rec.Result
+				res.VCPUHostShare = out.VCPUShare(i)
+				b.Results = append(b.Results, res)
 			}
 		}
 	}

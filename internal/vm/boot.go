@@ -36,6 +36,9 @@ type Outcome struct {
 	ToAgent     time.Duration     `json:"to_agent_ns"` // QEMU start to the agent's first record
 	ExitCode    int               `json:"exit_code"`
 	Problems    []Finding         `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
+	// CPUSamples are the vCPU threads' host CPU times, read whenever the
+	// agent sent a record (see VCPUShare).
+	CPUSamples []CPUSample `json:"cpu_samples,omitempty"`
 }
 
 // VCPU is one vCPU as QMP reports it.
@@ -128,6 +131,12 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		out.Pinned = c.Pin
 	}
 	progress(fmt.Sprintf("running, %d vCPUs confirmed over QMP", len(out.VCPUs)))
+	sample := func(records int) {
+		if s := sampleCPU(cmd.Process.Pid, out.VCPUs, records, time.Since(start)); s != nil {
+			out.CPUSamples = append(out.CPUSamples, *s)
+		}
+	}
+	sample(0)
 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -158,8 +167,10 @@ wait:
 					out.ToAgent = time.Since(start)
 					progress(fmt.Sprintf("agent up after %.1fs", out.ToAgent.Seconds()))
 				}
+				n := countLines(c.ResultsPath())
+				sample(n)
 				if c.Records != nil {
-					c.Records(countLines(c.ResultsPath()))
+					c.Records(n)
 				}
 			}
 			if time.Since(lastLife) > limit {
