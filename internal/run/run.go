@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
 	"lab/internal/progress"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -49,6 +51,21 @@ type Options struct {
 	// Sandbox builds in a bubblewrap namespace: no network, the host
 	// read-only but for the build and ccache directories.
 	Sandbox bool
+}
+
+// expectedResults is how many results a boot of job sends: one per
+// benchmark and producer count, and one more per guest tool that measures
+// the benchmark too (bench: those with an upstream name).
+func expectedResults(job protocol.Job) int {
+	n := 0
+	for _, name := range job.Benchmarks {
+		per := 1
+		if b, ok := benchmark.Lookup(name); ok && b.Upstream != "" {
+			per += len(job.Tools)
+		}
+		n += per * len(job.Producers)
+	}
+	return n
 }
 
 // Runner holds one run's state.
@@ -146,8 +163,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		r.run.Shard = &results.Shard{K: opt.Shard.K, N: opt.Shard.N, Boots: len(slots)}
 	}
 	for _, s := range slots {
-		job := plans[s.Plan].Job
-		r.total += len(job.Benchmarks) * len(job.Producers)
+		r.total += expectedResults(plans[s.Plan].Job)
 	}
 	err = r.do(ctx, plans, slots)
 	for _, f := range r.logs {

@@ -568,3 +568,17 @@ func TestPlanSingleThread(t *testing.T) {
 		}
 	}
 }
+
+// A guest tool adds a result for each benchmark it knows: progress and ETAs
+// count them.
+func TestExpectedResults(t *testing.T) {
+	job := protocol.Job{Benchmarks: []string{"uprobe-nop", "kretprobe-flock", "usermode-count"}, Producers: []int{1, 2}}
+	if n := expectedResults(job); n != 6 {
+		t.Errorf("agent alone: %d results, want 6", n)
+	}
+	job.Tools = []string{"bpf-bench"}
+	// kretprobe-flock has no upstream benchmark: bench does not run it.
+	if n := expectedResults(job); n != 10 {
+		t.Errorf("with bpf-bench: %d results, want 10", n)
+	}
+}
