@@ -565,6 +565,11 @@ func Notes(t Table) []string {
 			out = append(out, "host "+h)
 		}
 	}
+	for _, r := range t.Scaling {
+		if b, ok := benchmark.Lookup(r.Benchmark); ok && r.Metric == MetricVsBench && b.UpstreamDiffers != "" {
+			out = append(out, fmt.Sprintf("%s: not the same benchmark: %s", r.Label(), b.UpstreamDiffers))
+		}
+	}
 	for _, f := range t.Failed {
 		out = append(out, fmt.Sprintf("failed: boot %d (%s): %s: %s", f.Index, f.Variant, f.Kind, f.Message))
 	}
