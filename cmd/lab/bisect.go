@@ -51,106 +51,88 @@ lab failed, whatever the reason):
 Flags:
 `
 
+// bisectFlags are lab bisect's flags: the lab and run overrides, and the
+// figure, the range and the mode of the bisect.
+type bisectFlags struct {
+	lab                     spec.Flags
+	run                     run.Flags
+	bench, good, bad, junit flagval.String
+	scaling, each, probe    flagval.Bool
+	claim, maxBoots         flagval.Int
+}
+
+func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
+	f.lab.RegisterFlags(fs)
+	f.run.RegisterFlags(fs)
+	fs.Var(&f.bench, "benchmark", "the benchmark to follow, at --producers (one count)")
+	fs.Var(&f.scaling, "scaling", "follow the benchmark's rate(P)/rate(1) ratio instead of its rate")
+	fs.Var(&f.claim, "claim", "follow the lab's N-th claim (1-based)")
+	fs.Var(&f.good, "good", "with --bad: bisect the first-parent commits of the lab's git source from this ref")
+	fs.Var(&f.bad, "bad", "with --good: ... to this ref")
+	fs.Var(&f.each, "each", "measure every step and share the change out patch by patch")
+	fs.Var(&f.probe, "run", "judge the git source's HEAD against --good and --bad, for git bisect run (exit 0 good, 1 bad, 125 skip, 128 stop)")
+	fs.Var(&f.maxBoots, "max-boots", "wall clock: the most boots of one step before it is unclear (default 16)")
+	fs.Var(&f.junit, "junit", "also write JUnit XML to this file (a case per step)")
+}
+
+// options makes the bisect's options from the command line.
+func (f *bisectFlags) options(inv invocation) (bisect.Options, error) {
+	if len(inv.args) != 1 {
+		return bisect.Options{}, usagef("bisect takes one lab file, got %d", len(inv.args))
+	}
+	if f.run.Only.IsSet() {
+		return bisect.Options{}, usagef("--only: a bisect boots every step it needs")
+	}
+	lab, err := spec.Load(inv.args[0])
+	if err != nil {
+		return bisect.Options{}, err
+	}
+	if err := f.lab.Apply(lab); err != nil {
+		return bisect.Options{}, err
+	}
+	root, err := initramfs.FindModuleRoot(lab.Root)
+	if err != nil {
+		return bisect.Options{}, err
+	}
+	ro := run.Options{Lab: lab}
+	if err := f.run.Apply(&ro, root); err != nil {
+		return bisect.Options{}, usageError{err.Error()}
+	}
+	opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,
+		Jobs: ro.Jobs, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Good: f.good.V, Bad: f.bad.V,
+		Each: f.each.V, Run: f.probe.V, MaxBoots: f.maxBoots.V, Claim: f.claim.V, Sandbox: ro.Sandbox}
+	switch {
+	case f.bench.IsSet() && f.claim.IsSet():
+		return opt, usagef("--benchmark and --claim both name the figure: give one")
+	case f.bench.IsSet():
+		p := lab.Matrix.Producers
+		if f.lab.Producers.IsSet() && len(p) != 1 {
+			return opt, usagef("--producers: a bisect follows one figure: give one producer count")
+		}
+		n := 1
+		if f.lab.Producers.IsSet() {
+			n = p[0]
+		}
+		opt.Figure = &results.Figure{Benchmark: f.bench.V, Producers: n, Scaling: f.scaling.V}
+	case f.scaling.IsSet():
+		return opt, usagef("--scaling goes with --benchmark")
+	}
+	if f.claim.IsSet() && f.claim.V < 1 {
+		return opt, usagef("--claim %d: claims are numbered from 1", f.claim.V)
+	}
+	return opt, nil
+}
+
 func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
-	var labFlags spec.Flags
-	var runFlags run.Flags
-	var bench, good, bad, junit flagval.String
-	var scaling, each, probe flagval.Bool
-	var claim, maxBoots flagval.Int
-	labFlags.RegisterFlags(fs)
-	runFlags.RegisterFlags(fs)
-	fs.Var(&bench, "benchmark", "the benchmark to follow, at --producers (one count)")
-	fs.Var(&scaling, "scaling", "follow the benchmark's rate(P)/rate(1) ratio instead of its rate")
-	fs.Var(&claim, "claim", "follow the lab's N-th claim (1-based)")
-	fs.Var(&good, "good", "with --bad: bisect the first-parent commits of the lab's git source from this ref")
-	fs.Var(&bad, "bad", "with --good: ... to this ref")
-	fs.Var(&each, "each", "measure every step and share the change out patch by patch")
-	fs.Var(&probe, "run", "judge the git source's HEAD against --good and --bad, for git bisect run (exit 0 good, 1 bad, 125 skip, 128 stop)")
-	fs.Var(&maxBoots, "max-boots", "wall clock: the most boots of one step before it is unclear (default 16)")
-	fs.Var(&junit, "junit", "also write JUnit XML to this file (a case per step)")
+	var f bisectFlags
+	f.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), bisectHelp)
 		fs.PrintDefaults()
 	}
-	bisectMain := func(ctx context.Context, inv invocation) error {
-		if len(inv.args) != 1 {
-			return usagef("bisect takes one lab file, got %d", len(inv.args))
-		}
-		if runFlags.Only.IsSet() {
-			return usagef("--only: a bisect boots every step it needs")
-		}
-		lab, err := spec.Load(inv.args[0])
-		if err != nil {
-			return err
-		}
-		if err := labFlags.Apply(lab); err != nil {
-			return err
-		}
-		root, err := initramfs.FindModuleRoot(lab.Root)
-		if err != nil {
-			return err
-		}
-		ro := run.Options{Lab: lab}
-		if err := runFlags.Apply(&ro, root); err != nil {
-			return usageError{err.Error()}
-		}
-		opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,
-			Jobs: ro.Jobs, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Good: good.V, Bad: bad.V,
-			Each: each.V, Run: probe.V, MaxBoots: maxBoots.V, Claim: claim.V, Sandbox: ro.Sandbox}
-		switch {
-		case bench.IsSet() && claim.IsSet():
-			return usagef("--benchmark and --claim both name the figure: give one")
-		case bench.IsSet():
-			p := lab.Matrix.Producers
-			if labFlags.Producers.IsSet() && len(p) != 1 {
-				return usagef("--producers: a bisect follows one figure: give one producer count")
-			}
-			n := 1
-			if labFlags.Producers.IsSet() {
-				n = p[0]
-			}
-			opt.Figure = &results.Figure{Benchmark: bench.V, Producers: n, Scaling: scaling.V}
-		case scaling.IsSet():
-			return usagef("--scaling goes with --benchmark")
-		}
-		if claim.IsSet() && claim.V < 1 {
-			return usagef("--claim %d: claims are numbered from 1", claim.V)
-		}
-		res, dir, err := bisect.Run(ctx, opt)
-		if res != nil && dir != "" {
-			if werr := emitBisect(res, dir, filepath.Join(dir, "report"), inv.out); werr != nil && err == nil {
-				err = werr
-			}
-			if res.Bisect != nil && res.Bisect.Outcome != "" {
-				if cerr := writeBisectCI(res, junit.V); cerr != nil && err == nil {
-					err = cerr
-				}
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			var ie *vm.InfraError
-			if errors.As(err, &ie) {
-				return codeError{bisect.ExitInfra, err}
-			}
-			return err
-		}
-		if probe.V {
-			if code := bisect.RunExitCode(res.Bisect); code != bisect.RunGood {
-				return codeError{code, fmt.Errorf("bisect --run: HEAD is %s", res.Bisect.Steps[min(1, len(res.Bisect.Steps)-1)].Verdict)}
-			}
-			return nil
-		}
-		if code := bisect.ExitCode(res.Bisect.Outcome); code != 0 {
-			return codeError{code, fmt.Errorf("bisect: %s", res.Bisect.Outcome)}
-		}
-		return nil
-	}
 	return func(ctx context.Context, inv invocation) error {
-		err := bisectMain(ctx, inv)
-		if !probe.V {
+		err := f.bisect(ctx, inv)
+		if !f.probe.V {
 			return err
 		}
 		// git bisect run reads 1..127 but 125 as "bad": whatever went
@@ -161,6 +143,46 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		return err
 	}
+}
+
+// bisect runs the bisect, writes its reports and turns its outcome into
+// the exit code.
+func (f *bisectFlags) bisect(ctx context.Context, inv invocation) error {
+	opt, err := f.options(inv)
+	if err != nil {
+		return err
+	}
+	res, dir, err := bisect.Run(ctx, opt)
+	if res != nil && dir != "" {
+		if werr := emitBisect(res, dir, filepath.Join(dir, "report"), inv.out); werr != nil && err == nil {
+			err = werr
+		}
+		if res.Bisect != nil && res.Bisect.Outcome != "" {
+			if cerr := writeBisectCI(res, f.junit.V); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		var ie *vm.InfraError
+		if errors.As(err, &ie) {
+			return codeError{bisect.ExitInfra, err}
+		}
+		return err
+	}
+	if f.probe.V {
+		if code := bisect.RunExitCode(res.Bisect); code != bisect.RunGood {
+			return codeError{code, fmt.Errorf("bisect --run: HEAD is %s", res.Bisect.Steps[min(1, len(res.Bisect.Steps)-1)].Verdict)}
+		}
+		return nil
+	}
+	if code := bisect.ExitCode(res.Bisect.Outcome); code != 0 {
+		return codeError{code, fmt.Errorf("bisect: %s", res.Bisect.Outcome)}
+	}
+	return nil
 }
 
 // emitBisect writes a bisect's reports and prints its plain report.

@@ -120,24 +120,9 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		}
 	}
 
-	ser, err := series.Load(lab.SeriesDir())
+	ser, commits, err := r.variants(ctx, tree, art)
 	if err != nil {
 		return nil, err
-	}
-	for _, n := range ser.Notes {
-		r.logf("series: %s", n)
-	}
-	var commits variant.Pair[string]
-	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {
-		commits, err = tree.Variants(ctx, ser, lab.Mode)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	art.Series = results.Series{Name: ser.Name, Mode: lab.Mode, Hash: ser.Hash(), Variants: commits}
-	for _, p := range ser.Patches {
-		art.Series.Patches = append(art.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
 	}
 
 	for _, name := range lab.Matrix.Arch {
@@ -156,24 +141,12 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = r.step("initramfs "+a.GOARCH, func() error {
-			log, err := r.logWriter("initramfs-" + a.GOARCH + ".log")
-			if err != nil {
-				return err
-			}
-			img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log, files...)
-			if err != nil {
-				return err
-			}
-			art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached, Tools: tools})
-			if img.Cached {
-				r.logf("initramfs %s: cached %s", a.GOARCH, img.Path)
-			}
-			return nil
-		})
+		img, err := r.initramfs(ctx, a, files)
 		if err != nil {
 			return nil, err
 		}
+		img.Tools = tools
+		art.Initramfs = append(art.Initramfs, img)
 	}
 	// Tree back to the source as shipped, for the next run and the user,
 	// and unlocked (deferred Close): the boots need only the built images,
@@ -182,6 +155,52 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// variants loads the lab's series and makes the two variants' commits.
+func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts) (*series.Series, variant.Pair[string], error) {
+	lab := r.lab
+	var commits variant.Pair[string]
+	ser, err := series.Load(lab.SeriesDir())
+	if err != nil {
+		return nil, commits, err
+	}
+	for _, n := range ser.Notes {
+		r.logf("series: %s", n)
+	}
+	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {
+		commits, err = tree.Variants(ctx, ser, lab.Mode)
+		return err
+	})
+	if err != nil {
+		return nil, commits, err
+	}
+	art.Series = results.Series{Name: ser.Name, Mode: lab.Mode, Hash: ser.Hash(), Variants: commits}
+	for _, p := range ser.Patches {
+		art.Series.Patches = append(art.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
+	}
+	return ser, commits, nil
+}
+
+// initramfs builds (or finds) the image for a, with the guest tools' files.
+func (r *Runner) initramfs(ctx context.Context, a arch.Arch, files []initramfs.File) (results.Initramfs, error) {
+	var out results.Initramfs
+	err := r.step("initramfs "+a.GOARCH, func() error {
+		log, err := r.logWriter("initramfs-" + a.GOARCH + ".log")
+		if err != nil {
+			return err
+		}
+		img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log, files...)
+		if err != nil {
+			return err
+		}
+		out = results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached}
+		if img.Cached {
+			r.logf("initramfs %s: cached %s", a.GOARCH, img.Path)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // guestTools builds the lab's guest tools for a: the kernel's bench, from

@@ -192,40 +192,47 @@ wait:
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()
 	}
+	return out, c.finished(out, exitErr, stderr.String())
+}
+
+// finished judges a boot whose QEMU exited by itself: the agent's records,
+// QEMU's exit, a panic, the console's complaints.
+func (c Config) finished(out *Outcome, exitErr error, stderr string) error {
+	var err error
 	out.Records, err = ReadRecords(c.ResultsPath())
 	if err != nil {
-		return out, infra("read the agent's records", err)
+		return infra("read the agent's records", err)
 	}
 	if exitErr != nil {
 		// The guest powers off, or reboots into -no-reboot, and QEMU exits 0:
 		// anything else is QEMU's own end (killed, crashed).
-		return out, infra(c.Arch.QEMU+" exited", fmt.Errorf("%v: %s", exitErr, strings.TrimSpace(stderr.String())))
+		return infra(c.Arch.QEMU+" exited", fmt.Errorf("%v: %s", exitErr, strings.TrimSpace(stderr)))
 	}
 	for _, r := range out.Records {
 		if r.Type == protocol.TypeError {
-			return out, c.bootError(FailAgent, "agent: "+r.Error)
+			return c.bootError(FailAgent, "agent: "+r.Error)
 		}
 	}
 	if len(out.Records) == 0 || out.Records[len(out.Records)-1].Type != protocol.TypeDone {
 		if panicked(c.ConsoleLog()) {
-			return out, c.bootError(FailPanic, "kernel panic")
+			return c.bootError(FailPanic, "kernel panic")
 		}
-		return out, c.bootError(FailStopped, "guest stopped before the agent finished")
+		return c.bootError(FailStopped, "guest stopped before the agent finished")
 	}
 	// A boot whose kernel complained is not a clean measurement, even when
 	// the agent finished: fail it and say where.
 	if out.Problems, err = ScanConsole(c.ConsoleLog()); err != nil {
-		return out, infra("scan console", err)
+		return infra("scan console", err)
 	}
 	if len(out.Problems) > 0 {
 		var lines []string
 		for _, p := range out.Problems {
 			lines = append(lines, p.String())
 		}
-		return out, &BootError{Kind: FailProblem, Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
+		return &BootError{Kind: FailProblem, Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
 			Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
 	}
-	return out, nil
+	return nil
 }
 
 // connectQMP waits for QEMU's QMP socket and does the handshake.
