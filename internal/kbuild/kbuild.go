@@ -168,10 +168,27 @@ func fileSHA256(path string) (string, error) {
 
 func (b *Builder) kernelDir(key string) string { return filepath.Join(b.CacheDir, "kernels", key) }
 
-// BuildDir is the O= directory for an arch; all variants of a source share
-// it, so that switching variant is an incremental build.
-func (b *Builder) BuildDir(a arch.Arch) string {
-	return filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
+// BuildDir is the O= directory for an arch and a set of config fragments:
+// every variant, step and commit of a source built with the same fragments
+// shares it, so that switching between them is an incremental build, and a
+// lab with other fragments (bpf-bench's BTF, a KUnit config) keeps its own
+// instead of rebuilding everything twice when labs alternate. The folder
+// is named by the fragments' file names, not their contents: an edited
+// fragment reconfigures the same folder.
+func (b *Builder) BuildDir(a arch.Arch, fragments []string) string {
+	var names []string
+	for _, f := range fragments {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".config"))
+	}
+	name := a.Name
+	if len(names) > 0 {
+		name += "-" + strings.Join(names, "+")
+	}
+	if len(name) > 80 {
+		sum := sha256.Sum256([]byte(name))
+		name = a.Name + "-" + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(b.CacheDir, "build", b.SourceID, name)
 }
 
 // Build builds the source tree as it is checked out now, for in, and puts
@@ -183,7 +200,16 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, err
 	}
 	start := time.Now()
-	out := b.BuildDir(a)
+	out := b.BuildDir(a, in.Fragments)
+	if _, err := os.Stat(out); os.IsNotExist(err) {
+		// Before build folders were per fragment set there was one per
+		// arch: the first build to come takes it over (reconfiguring it if
+		// its fragments differ) rather than starting cold.
+		legacy := filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
+		if fi, err := os.Stat(legacy); err == nil && fi.IsDir() {
+			os.Rename(legacy, out)
+		}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"lab/internal/arch"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,21 @@ func TestKillStray(t *testing.T) {
 	os.WriteFile(pidFile, []byte(fmt.Sprint(other.Process.Pid)), 0o644)
 	if err := killStray(pidFile); err != nil || syscall.Kill(other.Process.Pid, 0) != nil {
 		t.Errorf("a process that does not build here was killed: %v", err)
+	}
+}
+
+// Labs with other fragments keep their own build folder: alternating
+// between them must not rebuild everything each time.
+func TestBuildDirPerFragmentSet(t *testing.T) {
+	b := &Builder{CacheDir: "/c", SourceID: "tarball-1"}
+	a, _ := arch.Lookup("x86_64")
+	plain := b.BuildDir(a, []string{"/lab/kernel-config/common.config", "/lab/kernel-config/x86_64.config"})
+	bench := b.BuildDir(a, []string{"/lab/kernel-config/common.config", "/lab/kernel-config/bpf-bench.config", "/lab/kernel-config/x86_64.config"})
+	if plain != "/c/build/tarball-1/x86_64-common+x86_64" || bench == plain {
+		t.Errorf("build folders %s and %s", plain, bench)
+	}
+	// The same fragment files elsewhere (a test's checkout): the same folder.
+	if other := b.BuildDir(a, []string{"/tmp/x/kernel-config/common.config", "/tmp/x/kernel-config/x86_64.config"}); other != plain {
+		t.Errorf("%s, want %s", other, plain)
 	}
 }
