@@ -216,7 +216,8 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if err := b.configure(ctx, a, in, out); err != nil {
 		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, short(in.Commit), err)
 	}
-	compiled, err := b.make(ctx, a, out)
+	expected, cold := expectedCompiles(out)
+	compiled, err := b.make(ctx, a, out, expected)
 	if err != nil {
 		return nil, &BuildError{Arch: a.Name, Commit: in.Commit, Dir: out, Err: err}
 	}
@@ -246,7 +247,9 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if info.ImageSHA256, err = fileSHA256(info.Image); err != nil {
 		return nil, err
 	}
-	os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
+	if cold {
+		os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
+	}
 	// info.json is written last and atomically: an entry without it (lab
 	// killed mid-copy) is a miss, never a half-written kernel.
 	data, _ := json.MarshalIndent(info, "", "  ")
@@ -303,8 +306,24 @@ func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out str
 	return nil
 }
 
-// make runs the image build and returns how many compile steps ran.
-func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error) {
+// expectedCompiles says how many compile steps a build in out will take, as
+// far as the last cold build there says (0: unknown), and whether this one
+// is cold. A folder that already holds a vmlinux builds incrementally: how
+// much depends on what changed, so the last cold build's size is no guide
+// (it once promised "about 1h39m left" for a 17 s rebuild).
+func expectedCompiles(out string) (expected int, cold bool) {
+	if _, err := os.Stat(filepath.Join(out, "vmlinux")); err == nil {
+		return 0, false
+	}
+	if data, err := os.ReadFile(filepath.Join(out, ".lab-compiled")); err == nil {
+		fmt.Sscan(string(data), &expected)
+	}
+	return expected, true
+}
+
+// make runs the image build and returns how many compile steps ran;
+// expected is how many the progress display expects (0: unknown).
+func (b *Builder) make(ctx context.Context, a arch.Arch, out string, expected int) (int, error) {
 	jobs := b.Jobs
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
@@ -330,10 +349,6 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string) (int, error
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var compiled atomic.Int64
-	expected := 0
-	if data, err := os.ReadFile(filepath.Join(out, ".lab-compiled")); err == nil {
-		fmt.Sscan(string(data), &expected)
-	}
 	var tail []string
 	done := make(chan struct{})
 	go func() {

@@ -166,3 +166,18 @@ func TestBuildDirPerFragmentSet(t *testing.T) {
 		t.Errorf("%s, want %s", other, plain)
 	}
 }
+
+func TestExpectedCompiles(t *testing.T) {
+	out := t.TempDir()
+	if n, cold := expectedCompiles(out); n != 0 || !cold {
+		t.Errorf("empty folder: %d, cold %v; want 0, cold", n, cold)
+	}
+	os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte("1190"), 0o644)
+	if n, cold := expectedCompiles(out); n != 1190 || !cold {
+		t.Errorf("after a cold build was removed: %d, cold %v; want 1190, cold", n, cold)
+	}
+	os.WriteFile(filepath.Join(out, "vmlinux"), nil, 0o644)
+	if n, cold := expectedCompiles(out); n != 0 || cold {
+		t.Errorf("incremental: %d, cold %v; want 0 (unknown), not cold", n, cold)
+	}
+}

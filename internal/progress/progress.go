@@ -56,6 +56,9 @@ type Lines struct {
 	Start time.Time
 	mu    sync.Mutex
 	last  time.Time // of the last measure line
+	// measuring is when the first measure line came: the boots' ETA is from
+	// their own pace, not the run's (whose first minutes may be a build).
+	measuring time.Time
 }
 
 func (l *Lines) line(s string) {
@@ -90,13 +93,17 @@ func (l *Lines) BuildDone(string) {}
 // Measure prints the run's progress at most every 30 s, with an ETA.
 func (l *Lines) Measure(done, total int) {
 	l.mu.Lock()
+	if l.measuring.IsZero() {
+		l.measuring = time.Now()
+	}
+	since := time.Since(l.measuring)
 	due := time.Since(l.last) > 30*time.Second || done == total
 	if due {
 		l.last = time.Now()
 	}
 	l.mu.Unlock()
 	if due && total > 0 {
-		l.line(fmt.Sprintf("measure: %d of %d benchmark results%s", done, total, eta(time.Since(l.Start), done, total)))
+		l.line(fmt.Sprintf("measure: %d of %d benchmark results%s", done, total, eta(since, done, total)))
 	}
 }
 

@@ -42,3 +42,16 @@ func TestLive(t *testing.T) {
 		}
 	}
 }
+
+// The boots' ETA comes from the boots' pace, not from a run whose first
+// hour was a build.
+func TestMeasureETAFromTheBoots(t *testing.T) {
+	var buf bytes.Buffer
+	l := &Lines{W: &buf, Start: time.Now().Add(-time.Hour)}
+	l.Measure(0, 8)
+	l.last = time.Time{} // due again at once
+	l.Measure(4, 8)
+	if out := buf.String(); !strings.Contains(out, "measure: 4 of 8 benchmark results, about 0s left") {
+		t.Errorf("ETA not from the boots' own pace:\n%s", out)
+	}
+}
