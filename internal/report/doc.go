@@ -157,6 +157,14 @@ func caveats(tables []Table) []string {
 		for _, dr := range t.Drift {
 			add(tableName(t) + ": " + dr)
 		}
+		if n := len(t.Starved); n > 0 {
+			shown := t.Starved[:min(n, 3)]
+			more := ""
+			if n > 3 {
+				more = fmt.Sprintf(" and %d more", n-3)
+			}
+			add(fmt.Sprintf("%s: in %d result(s) a producer's vCPU got less than %.2f of a host CPU (%s%s; share per producer vCPU): the producers took turns instead of running at once, so their scaling and contention figures understate; the host was busy — rerun with nothing else on it", tableName(t), n, MinVCPUShare, strings.Join(shown, "; "), more))
+		}
 	}
 	return out
 }

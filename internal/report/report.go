@@ -148,6 +148,34 @@ type Table struct {
 	Paired bool     `json:"paired,omitempty"`
 	// PerHost is the spread of the headline row's pair ratios by host.
 	PerHost []string `json:"per_host,omitempty"`
+	// Starved lists wall-clock results whose producers' vCPU threads did
+	// not each get most of a host CPU: the producers then took turns
+	// rather than running at once, and contention did not build.
+	Starved []string `json:"starved,omitempty"`
+}
+
+// MinVCPUShare is the share of a host CPU below which a producer's vCPU
+// counts as starved. On a quiet 2-core host every vCPU of a 2-vCPU guest got
+// 0.84 or more; a build beside it takes about half.
+const MinVCPUShare = 0.75
+
+// starved says, for a multi-producer wall-clock result, which producers'
+// vCPUs got less than MinVCPUShare of a host CPU ("" when none did, or
+// when the host did not record it).
+func starved(b results.Boot, res protocol.Result) string {
+	if b.Clock != vm.ClockWall || res.Producers < 2 || len(res.VCPUHostShare) < res.Producers {
+		return ""
+	}
+	low := false
+	var shares []string
+	for _, v := range res.VCPUHostShare[:res.Producers] {
+		low = low || v < MinVCPUShare
+		shares = append(shares, fmt.Sprintf("%.2f", v))
+	}
+	if !low {
+		return ""
+	}
+	return fmt.Sprintf("boot %d %s p=%d: %s", b.Index, res.Benchmark, res.Producers, strings.Join(shares, ", "))
 }
 
 // AllRows is the table's rows, rates first, then within-boot ratios.
@@ -206,6 +234,9 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 		}
 		pair := fmt.Sprintf("%s round %d", host, b.Round)
 		for _, res := range b.Results {
+			if why := starved(b, res); why != "" && res.Tool == "" {
+				t.Starved = append(t.Starved, why)
+			}
 			row := t.row(res.Benchmark, res.Tool, res.Producers)
 			sum := row.Variants.Ptr(b.Variant)
 			if !res.OK() || len(res.Samples) == 0 {

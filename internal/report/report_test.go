@@ -134,3 +134,29 @@ func TestPairedAcrossHosts(t *testing.T) {
 		t.Errorf("notes: %v", Notes(tb))
 	}
 }
+
+// A wall-clock result whose producers' vCPUs did not each get most of a host
+// CPU is named in a caveat: contention cannot build when producers take turns.
+func TestStarvedVCPUs(t *testing.T) {
+	mk := func(idx int, v variant.Variant, share ...float64) results.Boot {
+		b := boot(idx, v, 100e3)
+		b.Results = append(b.Results, protocol.Result{Benchmark: "uprobe-nop", Producers: 2, VCPUHostShare: share,
+			Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: 150e3, Rate: 150e3}}})
+		return b
+	}
+	r := &results.Run{Lab: "t", Boots: []results.Boot{
+		mk(1, variant.Baseline, 0.97, 0.95), mk(2, variant.Patched, 0.51, 0.96), mk(3, variant.Baseline), mk(4, variant.Patched, 0.9, 0.88),
+	}}
+	tb := Tables(r)[0]
+	if len(tb.Starved) != 1 || tb.Starved[0] != "boot 2 uprobe-nop p=2: 0.51, 0.96" {
+		t.Errorf("starved = %q, want boot 2 alone", tb.Starved)
+	}
+	doc := Build(r, "x", "test")
+	found := false
+	for _, c := range doc.Caveats {
+		found = found || strings.Contains(c, "in 1 result(s) a producer's vCPU got less than 0.75 of a host CPU (boot 2 uprobe-nop p=2: 0.51, 0.96")
+	}
+	if !found {
+		t.Errorf("no caveat names the starved result: %q", doc.Caveats)
+	}
+}

@@ -166,8 +166,9 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,
 	}
 	if bt.Results != nil {
-		// Records are a hello, then one per benchmark result.
-		cfg.Records = func(n int) { bt.Results(max(n-1, 0)) }
+		// Records are a hello, one per benchmark result, then done.
+		want := expectedResults(p.Job)
+		cfg.Records = func(n int) { bt.Results(min(max(n-1, 0), want)) }
 	}
 	bt.Logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
 	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })
