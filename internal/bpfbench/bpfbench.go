@@ -180,7 +180,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs, srcDir, btf
 	}
 	var sb *proc.Sandbox
 	if b.Sandboxed {
-		sb = &proc.Sandbox{Writable: []string{work}}
+		sb = &proc.Sandbox{Writable: []string{work}, ReadOnly: []string{srcDir, filepath.Dir(btf)}}
 	}
 	cmd := sb.Command(ctx, "bash", recipe, a.Name, srcDir, btf, work)
 	cmd.Env = append(os.Environ(), "BENCH_SET="+Set, "CLANG="+Clang, "STRIP=1",

@@ -265,13 +265,17 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 
 // sandbox is where make runs for the build directory out: nil (the host)
 // unless Sandboxed.
-func (b *Builder) sandbox(out string) *proc.Sandbox {
+func (b *Builder) sandbox(out string, fragments []string) *proc.Sandbox {
 	if !b.Sandboxed {
 		return nil
 	}
 	ccache := filepath.Join(b.CacheDir, "ccache")
 	os.MkdirAll(ccache, 0o755)
-	return &proc.Sandbox{Writable: []string{out, ccache}}
+	ro := []string{b.SrcDir}
+	for _, f := range fragments {
+		ro = append(ro, filepath.Dir(f))
+	}
+	return &proc.Sandbox{Writable: []string{out, ccache}, ReadOnly: ro}
 }
 
 // configure makes the build directory's .config, unless the one there was
@@ -297,7 +301,7 @@ func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out str
 		}
 	}
 	os.Remove(stampPath)
-	if err := kconfig.MergeIn(ctx, b.sandbox(out), b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+	if err := kconfig.MergeIn(ctx, b.sandbox(out, in.Fragments), b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
 		return err
 	}
 	if stamp != "" {
@@ -334,7 +338,7 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string, expected in
 	}
 	args := append([]string{"O=" + out}, a.MakeArgs()...)
 	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
-	cmd := b.sandbox(out).Command(ctx, "make", args...)
+	cmd := b.sandbox(out, nil).Command(ctx, "make", args...)
 	cmd.Dir = b.SrcDir
 	cmd.Env = append(os.Environ(),
 		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),

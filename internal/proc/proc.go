@@ -35,6 +35,10 @@ func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 // from outside lab's checkout they are untrusted.
 type Sandbox struct {
 	Writable []string
+	// ReadOnly are what the command reads (the source tree, the config
+	// fragments, the BTF): shown read-only again over the private /tmp, so
+	// that a cache or a checkout under /tmp stays visible.
+	ReadOnly []string
 }
 
 // Command is Command for name, inside the sandbox when s is not nil.
@@ -55,6 +59,9 @@ func (s *Sandbox) Args() []string {
 		"--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-pid",
 		// Killing bwrap (lab stopped, or died) ends the build inside.
 		"--die-with-parent",
+	}
+	for _, r := range s.ReadOnly {
+		args = append(args, "--ro-bind", r, r)
 	}
 	for _, w := range s.Writable {
 		args = append(args, "--bind", w, w)

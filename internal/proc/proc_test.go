@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,16 +54,30 @@ func TestSandbox(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bwrap not installed (Debian package bubblewrap; ./scripts/install-deps installs it)")
 	}
+	// Both under /tmp (t.TempDir), as a cache or a CI checkout may be: the
+	// private /tmp must not hide them.
 	w, ro := t.TempDir(), t.TempDir()
-	s := &Sandbox{Writable: []string{w}}
+	os.WriteFile(filepath.Join(ro, "in"), []byte("source"), 0o644)
+	s := &Sandbox{Writable: []string{w}, ReadOnly: []string{ro}}
 	run := func(script string) error {
 		return s.Command(context.Background(), "sh", "-c", script).Run()
 	}
 	if err := run("echo ok > " + w + "/f"); err != nil {
 		t.Errorf("writing a writable folder: %v", err)
 	}
+	if err := run("grep -q source " + ro + "/in"); err != nil {
+		t.Errorf("reading a read-only folder under /tmp: %v", err)
+	}
 	if err := run("echo no > " + ro + "/f"); err == nil {
-		t.Error("wrote outside the writable folders")
+		t.Error("wrote into a read-only folder")
+	}
+	private := filepath.Join(os.TempDir(), filepath.Base(w)+"-private")
+	if err := run("echo private > " + private); err != nil {
+		t.Errorf("writing the private /tmp: %v", err)
+	}
+	if _, err := os.Stat(private); err == nil {
+		os.Remove(private)
+		t.Error("the sandbox's /tmp is the host's")
 	}
 	if err := run("cat /proc/net/dev | grep -q eth0"); err == nil {
 		t.Error("a network device inside the sandbox")
