@@ -303,9 +303,9 @@ func Merge(ctx context.Context, srcDir, buildDir string, makeArgs, fragments []s
 
 // MergeIn is Merge with the tree's scripts run in a sandbox (nil: none).
 func MergeIn(ctx context.Context, sb *proc.Sandbox, srcDir, buildDir string, makeArgs, fragments []string, log io.Writer) error {
-	run := func(name string, args ...string) error {
+	run := func(dir, name string, args ...string) error {
 		cmd := sb.Command(ctx, name, args...)
-		cmd.Dir = srcDir
+		cmd.Dir = dir
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
@@ -313,7 +313,7 @@ func MergeIn(ctx context.Context, sb *proc.Sandbox, srcDir, buildDir string, mak
 		return nil
 	}
 	mk := func(target string) error {
-		return run("make", append(append([]string{"O=" + buildDir}, makeArgs...), target)...)
+		return run(srcDir, "make", append(append([]string{"O=" + buildDir}, makeArgs...), target)...)
 	}
 	// An option the tree does not know would be dropped by olddefconfig
 	// and reported only after it; say so before running make at all.
@@ -324,7 +324,9 @@ func MergeIn(ctx context.Context, sb *proc.Sandbox, srcDir, buildDir string, mak
 		return err
 	}
 	args := append([]string{"-m", "-O", buildDir, filepath.Join(buildDir, ".config")}, fragments...)
-	if err := run(filepath.Join(srcDir, "scripts", "kconfig", "merge_config.sh"), args...); err != nil {
+	// merge_config.sh makes its temporary file in the folder it runs in:
+	// the build folder, since the source tree is read-only in the sandbox.
+	if err := run(buildDir, filepath.Join(srcDir, "scripts", "kconfig", "merge_config.sh"), args...); err != nil {
 		return err
 	}
 	if err := mk("olddefconfig"); err != nil {
