@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lab/internal/results"
 	"lab/internal/testenv"
 )
 
@@ -50,6 +51,17 @@ func TestReportOnExamples(t *testing.T) {
 			var stdout, stderr strings.Builder
 			if code := runMain(context.Background(), []string{"report", dir, "-out", out}, &stdout, &stderr); code != 0 {
 				t.Fatalf("lab report: exit %d: %s", code, stderr.String())
+			}
+			if r, err := results.Load(rj); err != nil {
+				t.Fatal(err)
+			} else if r.Bisect != nil {
+				// A bisect's reports: no baseline/patched files for benchstat.
+				for _, f := range []string{"report.txt", "report.md", "report-80.txt", "report.json", "report.html", "junit.xml"} {
+					if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+						t.Errorf("%s: %v", f, err)
+					}
+				}
+				return
 			}
 			for _, f := range []string{"report.txt", "report.md", "report-80.txt", "report.csv", "report.json", "report.html", "baseline.txt", "patched.txt"} {
 				if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
