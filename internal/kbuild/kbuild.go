@@ -328,53 +328,10 @@ func expectedCompiles(out string) (expected int, cold bool) {
 // make runs the image build and returns how many compile steps ran;
 // expected is how many the progress display expects (0: unknown).
 func (b *Builder) make(ctx context.Context, a arch.Arch, out string, expected int) (int, error) {
-	jobs := b.Jobs
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
-	cc := a.CC()
-	if _, err := exec.LookPath("ccache"); err == nil {
-		cc = "ccache " + cc
-	}
-	args := append([]string{"O=" + out}, a.MakeArgs()...)
-	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
-	cmd := b.sandbox(out, nil).Command(ctx, "make", args...)
-	cmd.Dir = b.SrcDir
-	cmd.Env = append(os.Environ(),
-		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),
-		// Relative paths in the compiler's command line let ccache hit across
-		// cache locations (a CI clone, another user's cache).
-		"CCACHE_BASEDIR="+b.CacheDir,
-		"CCACHE_MAXSIZE=5G",
-		// A fixed build identity (and build number, which would count the
-		// builds of this directory) keeps the image a function of its inputs.
-		"KBUILD_BUILD_USER=lab", "KBUILD_BUILD_HOST=lab", "KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_VERSION=1",
-	)
+	cmd, args := b.makeCommand(ctx, a, out)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	var compiled atomic.Int64
-	var tail []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if b.Log != nil {
-				fmt.Fprintln(b.Log, line)
-			}
-			if f := strings.Fields(line); len(f) == 2 && (f[0] == "CC" || f[0] == "AS") {
-				compiled.Add(1)
-			}
-			tail = append(tail, line)
-			if len(tail) > 40 {
-				tail = tail[1:]
-			}
-		}
-		// A line over 1 MiB ends the scan: keep reading, or make blocks.
-		io.Copy(io.Discard, pr)
-	}()
+	log := b.watch(pr)
 	// A make of an earlier lab that was killed outright (SIGKILL) may have
 	// left its sub-makes running in this directory: stop them first.
 	pidFile := filepath.Join(out, ".lab-make.pgid")
@@ -397,7 +354,7 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string, expected in
 				return
 			case <-t.C:
 				if b.Progress != nil {
-					b.Progress(int(compiled.Load()), expected, time.Since(start))
+					b.Progress(int(log.compiled.Load()), expected, time.Since(start))
 				}
 			}
 		}
@@ -405,11 +362,73 @@ func (b *Builder) make(ctx context.Context, a arch.Arch, out string, expected in
 	err := cmd.Wait()
 	close(stop)
 	pw.Close()
-	<-done
+	<-log.done
 	if err != nil {
-		return int(compiled.Load()), fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, errorContext(tail))
+		return int(log.compiled.Load()), fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, errorContext(log.tail))
 	}
-	return int(compiled.Load()), nil
+	return int(log.compiled.Load()), nil
+}
+
+// makeCommand is the image build's make, with ccache when the host has it
+// and a fixed build identity; args are make's arguments, for errors.
+func (b *Builder) makeCommand(ctx context.Context, a arch.Arch, out string) (*exec.Cmd, []string) {
+	jobs := b.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	cc := a.CC()
+	if _, err := exec.LookPath("ccache"); err == nil {
+		cc = "ccache " + cc
+	}
+	args := append([]string{"O=" + out}, a.MakeArgs()...)
+	args = append(args, "CC="+cc, fmt.Sprintf("-j%d", jobs), a.ImageTarget)
+	cmd := b.sandbox(out, nil).Command(ctx, "make", args...)
+	cmd.Dir = b.SrcDir
+	cmd.Env = append(os.Environ(),
+		"CCACHE_DIR="+filepath.Join(b.CacheDir, "ccache"),
+		// Relative paths in the compiler's command line let ccache hit across
+		// cache locations (a CI clone, another user's cache).
+		"CCACHE_BASEDIR="+b.CacheDir,
+		"CCACHE_MAXSIZE=5G",
+		// A fixed build identity (and build number, which would count the
+		// builds of this directory) keeps the image a function of its inputs.
+		"KBUILD_BUILD_USER=lab", "KBUILD_BUILD_HOST=lab", "KBUILD_BUILD_TIMESTAMP=1970-01-01", "KBUILD_BUILD_VERSION=1",
+	)
+	return cmd, args
+}
+
+// makeLog is what a build's output says as it goes: the compile steps so
+// far, and its last lines for an error message. done closes at its end.
+type makeLog struct {
+	compiled atomic.Int64
+	tail     []string
+	done     chan struct{}
+}
+
+// watch reads make's output from r into b.Log, counting compile steps.
+func (b *Builder) watch(r io.Reader) *makeLog {
+	l := &makeLog{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if b.Log != nil {
+				fmt.Fprintln(b.Log, line)
+			}
+			if f := strings.Fields(line); len(f) == 2 && (f[0] == "CC" || f[0] == "AS") {
+				l.compiled.Add(1)
+			}
+			l.tail = append(l.tail, line)
+			if len(l.tail) > 40 {
+				l.tail = l.tail[1:]
+			}
+		}
+		// A line over 1 MiB ends the scan: keep reading, or make blocks.
+		io.Copy(io.Discard, r)
+	}()
+	return l
 }
 
 // BuildError is a kernel that did not compile: the source's fault (for a

@@ -249,12 +249,35 @@ func Load(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, err := decode(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := upgrade(path, data, r); err != nil {
+		return nil, err
+	}
+	if len(r.Boots) == 0 {
+		// A run saves results.json before its first boot: while it runs
+		// (no finish time yet) that file is what there is.
+		if r.Finished.IsZero() {
+			return r, nil
+		}
+		return nil, fmt.Errorf("%s: run %s of lab %s has no boots: it stopped before its first boot; its logs are in %s", path, r.RunID, r.Lab, filepath.Dir(path))
+	}
+	if err := checkFigures(path, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decode parses a results file, saying without Go types where a file that
+// is not one stops looking like one.
+func decode(path string, data []byte) (*Run, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty file: not a lab results file", path)
 	}
 	var r Run
 	if err := json.Unmarshal(data, &r); err != nil {
-		// Said without Go types: where the file stops being a results file.
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {
@@ -270,6 +293,12 @@ func Load(path string) (*Run, error) {
 	if r.Lab == "" {
 		return nil, fmt.Errorf("%s: not a lab results file: it has no \"lab\" field (another tool's JSON?)", path)
 	}
+	return &r, nil
+}
+
+// upgrade brings an unversioned file to the current schema and refuses a
+// schema this lab does not know.
+func upgrade(path string, data []byte, r *Run) error {
 	switch r.Schema {
 	case Schema:
 	case 0:
@@ -287,19 +316,15 @@ func Load(path string) (*Run, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
+		return fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
 	}
-	if len(r.Boots) == 0 {
-		// A run saves results.json before its first boot: while it runs
-		// (no finish time yet) that file is what there is.
-		if r.Finished.IsZero() {
-			return &r, nil
-		}
-		return nil, fmt.Errorf("%s: run %s of lab %s has no boots: it stopped before its first boot; its logs are in %s", path, r.RunID, r.Lab, filepath.Dir(path))
-	}
-	// What no boot can have: a producer count below 1, a rate or an
-	// interval that is negative or not a number; and no run has only boots
-	// that neither delivered nor failed.
+	return nil
+}
+
+// checkFigures refuses what no boot can have: a producer count below 1, a
+// rate or an interval that is negative or not a number; and a run with only
+// boots that neither delivered nor failed.
+func checkFigures(path string, r *Run) error {
 	empty := 0
 	for _, b := range r.Boots {
 		if b.OK() && len(b.Results) == 0 {
@@ -312,19 +337,19 @@ func Load(path string) (*Run, error) {
 			}
 			where := fmt.Sprintf("%s: boot %d (%s, %s): %s at %d producers", path, b.Index, b.Arch, b.Variant, res.Benchmark, res.Producers)
 			if res.Producers < 1 {
-				return nil, fmt.Errorf("%s: no boot runs fewer than 1 producer: not figures a lab run writes", where)
+				return fmt.Errorf("%s: no boot runs fewer than 1 producer: not figures a lab run writes", where)
 			}
 			for _, s := range samples {
 				if s.IntervalNS <= 0 || s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
-					return nil, fmt.Errorf("%s has a sample of %d ns at rate %g: not figures a lab run writes", where, s.IntervalNS, s.Rate)
+					return fmt.Errorf("%s has a sample of %d ns at rate %g: not figures a lab run writes", where, s.IntervalNS, s.Rate)
 				}
 			}
 		}
 	}
 	if empty == len(r.Boots) {
-		return nil, fmt.Errorf("%s: none of the %d boots of run %s has results or a failure: not a lab run's record (edited, or cut short?)", path, empty, r.RunID)
+		return fmt.Errorf("%s: none of the %d boots of run %s has results or a failure: not a lab run's record (edited, or cut short?)", path, empty, r.RunID)
 	}
-	return &r, nil
+	return nil
 }
 
 // Figure is the one number a bisect follows: a benchmark's rate at some

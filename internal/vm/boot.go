@@ -80,20 +80,12 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	if c.Quiet > 0 {
 		quiet = c.Quiet
 	}
-	cmd := exec.Command(c.Arch.QEMU, args...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	// Own process group: a Ctrl-C reaches lab, which then stops QEMU itself
-	// after saving what the boot produced.
-	// Pdeathsig: should lab itself be killed (SIGKILL, a test timeout), the
-	// kernel stops QEMU too, so that no guest outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	cmd, exited, err := startQEMU(c.Arch.QEMU, args, &stderr)
+	if err != nil {
 		return out, infra("start "+c.Arch.QEMU, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		// Whatever happened, QEMU does not outlive the boot.
 		if cmd.ProcessState == nil {
@@ -113,22 +105,8 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		return out, infra("QMP", fmt.Errorf("%v; qemu: %s", err, strings.TrimSpace(stderr.String())))
 	}
 	defer mon.Disconnect()
-	if mon.Version != nil {
-		out.QEMUVersion = mon.Version.String()
-	}
-	if err := c.checkVCPUs(mon, out); err != nil {
+	if err := c.inspect(mon, out); err != nil {
 		return out, err
-	}
-	if len(c.Shape.Nodes) > 0 {
-		if out.Memdevs, err = queryMemdevs(mon); err != nil {
-			return out, infra("QMP query-memdev", err)
-		}
-	}
-	if c.Pin != nil {
-		if err := pin(out.VCPUs, c.Pin); err != nil {
-			return out, infra("pin vCPU threads", err)
-		}
-		out.Pinned = c.Pin
 	}
 	progress(fmt.Sprintf("running, %d vCPUs confirmed over QMP", len(out.VCPUs)))
 	sample := func(records int) {
@@ -138,11 +116,6 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	sample(0)
 
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var exitErr error
-	// Signs of life: the results port growing.
-	lastSize, lastLife, limit := int64(0), time.Now(), deadline
 	stalled := func(kind, why string) (*Outcome, error) {
 		stop(mon, exited, cmd)
 		out.Wall = time.Since(start)
@@ -152,14 +125,78 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		}
 		return out, c.bootError(kind, why)
 	}
-wait:
+	exitErr, kind, why := c.watch(bctx, exited, out, start, deadline, quiet, progress, sample)
+	if kind != "" {
+		return stalled(kind, why)
+	}
+	if ctx.Err() != nil {
+		// QEMU may die of the same signal as lab, before lab stops it.
+		out.Wall = time.Since(start)
+		return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+	}
+	out.Wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	return out, c.finished(out, exitErr, stderr.String())
+}
+
+// startQEMU starts QEMU in its own process group (a Ctrl-C reaches lab,
+// which then stops QEMU itself after saving what the boot produced), to die
+// with lab should lab be killed outright (Pdeathsig: no guest outlives it).
+// exited receives its exit.
+func startQEMU(qemu string, args []string, stderr *bytes.Buffer) (*exec.Cmd, <-chan error, error) {
+	cmd := exec.Command(qemu, args...)
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd, exited, nil
+}
+
+// inspect records what QMP says of the running guest (QEMU's version, its
+// vCPU threads, its memory backends) and pins the vCPU threads if asked.
+func (c Config) inspect(mon *qmp.SocketMonitor, out *Outcome) error {
+	if mon.Version != nil {
+		out.QEMUVersion = mon.Version.String()
+	}
+	if err := c.checkVCPUs(mon, out); err != nil {
+		return err
+	}
+	if len(c.Shape.Nodes) > 0 {
+		var err error
+		if out.Memdevs, err = queryMemdevs(mon); err != nil {
+			return infra("QMP query-memdev", err)
+		}
+	}
+	if c.Pin != nil {
+		if err := pin(out.VCPUs, c.Pin); err != nil {
+			return infra("pin vCPU threads", err)
+		}
+		out.Pinned = c.Pin
+	}
+	return nil
+}
+
+// watch waits for QEMU to exit, following the agent's records as signs of
+// life. It returns QEMU's exit, or the kind of failure and why when the
+// guest flooded, went quiet past its deadline (deadline before the first
+// record, quiet after) or the boot was cancelled.
+func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, start time.Time, deadline, quiet time.Duration,
+	progress func(string), sample func(records int)) (exitErr error, kind, why string) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	lastSize, lastLife, limit := int64(0), time.Now(), deadline
 	for {
 		select {
 		case exitErr = <-exited:
-			break wait
+			return exitErr, "", ""
 		case <-tick.C:
 			if why := flooded(c); why != "" {
-				return stalled(FailFlood, why)
+				return nil, FailFlood, why
 			}
 			if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > lastSize {
 				lastSize, lastLife, limit = fi.Size(), time.Now(), quiet
@@ -175,24 +212,14 @@ wait:
 			}
 			if time.Since(lastLife) > limit {
 				if out.ToAgent == 0 {
-					return stalled(FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit))
+					return nil, FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit)
 				}
-				return stalled(FailHang, fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit))
+				return nil, FailHang, fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit)
 			}
 		case <-bctx.Done():
-			return stalled(FailInterrupt, "interrupted")
+			return nil, FailInterrupt, "interrupted"
 		}
 	}
-	if ctx.Err() != nil {
-		// QEMU may die of the same signal as lab, before lab stops it.
-		out.Wall = time.Since(start)
-		return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
-	}
-	out.Wall = time.Since(start)
-	if cmd.ProcessState != nil {
-		out.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	return out, c.finished(out, exitErr, stderr.String())
 }
 
 // finished judges a boot whose QEMU exited by itself: the agent's records,
