@@ -334,14 +334,21 @@ func (b *bisector) seriesSteps(ctx context.Context) error {
 	return nil
 }
 
+// resolveEnds resolves --good and --bad to commits of the lab's git source.
+func (b *bisector) resolveEnds(ctx context.Context) (good, bad string, err error) {
+	if good, err = b.tree.Resolve(ctx, b.opt.Good); err != nil {
+		return "", "", err
+	}
+	if bad, err = b.tree.Resolve(ctx, b.opt.Bad); err != nil {
+		return "", "", err
+	}
+	return good, bad, nil
+}
+
 // rangeSteps: step 0 is --good, step k the k-th first-parent commit after
 // it, up to --bad.
 func (b *bisector) rangeSteps(ctx context.Context) error {
-	good, err := b.tree.Resolve(ctx, b.opt.Good)
-	if err != nil {
-		return err
-	}
-	bad, err := b.tree.Resolve(ctx, b.opt.Bad)
+	good, bad, err := b.resolveEnds(ctx)
 	if err != nil {
 		return err
 	}
@@ -361,11 +368,7 @@ func (b *bisector) rangeSteps(ctx context.Context) error {
 // probeSteps: --good, the git source's HEAD (where git bisect stands),
 // --bad.
 func (b *bisector) probeSteps(ctx context.Context) error {
-	good, err := b.tree.Resolve(ctx, b.opt.Good)
-	if err != nil {
-		return err
-	}
-	bad, err := b.tree.Resolve(ctx, b.opt.Bad)
+	good, bad, err := b.resolveEnds(ctx)
 	if err != nil {
 		return err
 	}
