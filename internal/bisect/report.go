@@ -331,7 +331,11 @@ func Markdown(r *results.Run) string {
 
 func judgedBy(bi *results.Bisect) string {
 	if bi.Clock == vm.ClockICount {
-		return fmt.Sprintf("judged under icount: one boot a step (two when near an end), a step is like an end when within %.3f %% of it (3× the controls' spread and change, at least 0.010 %%)", bi.FloorPct)
+		like := bi.LikePct
+		if like == 0 { // recorded before like_pct existed
+			like = bi.FloorPct
+		}
+		return fmt.Sprintf("judged under icount: one boot a step (two when near an end), a step is like an end when within %.3f %% of it (the larger of the %.3f %% floor — 3× the controls' spread and change, at least 0.010 %% — and a tenth of the ends' change)", like, bi.FloorPct)
 	}
 	return "judged under the wall clock: boots of each step interleaved with boots of the ends, Mann-Whitney U against each end at 0.05, more boots while unclear"
 }

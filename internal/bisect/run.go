@@ -655,7 +655,8 @@ func (b *bisector) record(res *Result) {
 // Record writes a search's answer into a bisect's record, step by step.
 func Record(bi *results.Bisect, res *Result, steps []results.BisectStep, each bool) {
 	bi.Each, bi.Outcome, bi.Culprit, bi.First = each, res.Outcome, res.Culprit, res.First
-	bi.Change, bi.Own, bi.Explains, bi.FloorPct, bi.Notes, bi.Boots = res.Change, res.Own, res.Explains, res.FloorPct, res.Notes, res.Measured
+	bi.Change, bi.Own, bi.Explains, bi.Notes, bi.Boots = res.Change, res.Own, res.Explains, res.Notes, res.Measured
+	bi.FloorPct, bi.LikePct = res.FloorPct, res.LikePct
 	for k := range steps {
 		st := &steps[k]
 		if k < len(res.Steps) {

@@ -286,6 +286,11 @@ func TestProbe(t *testing.T) {
 		{"before the culprit", []float64{1e6, 1e6, 1.1e6}, "", icount, 1e-6, LikeGood, Probed},
 		{"the culprit", []float64{1e6, 1.1e6, 1.1e6}, "", icount, 1e-6, LikeBad, Probed},
 		{"half way", []float64{1e6, 1.05e6, 1.1e6}, "", icount, 1e-6, Neither, Probed},
+		// The figures of the test that failed in CI: a later patch edits
+		// only a string, and moves the figure by 0.06 % (6× the floor).
+		{"the culprit, a string edit after it", []float64{1.10613e6, 0.90794e6, 0.90737e6}, "", icount, 1e-6, LikeBad, Probed},
+		{"before the culprit, a string edit", []float64{1.10613e6, 1.10545e6, 0.90737e6}, "", icount, 1e-6, LikeGood, Probed},
+		{"a tenth of the way", []float64{1e6, 1.012e6, 1.1e6}, "", icount, 1e-6, Neither, Probed},
 		{"does not build", []float64{1e6, 1e6, 1.1e6}, "build", icount, 1e-6, Skipped, Probed},
 		{"does not boot", []float64{1e6, 1e6, 1.1e6}, "boot", icount, 1e-6, Skipped, Probed},
 		{"wall clock", []float64{1e6, 1.2e6, 1.2e6}, "", wall, 0.03, LikeBad, Probed},

@@ -397,6 +397,7 @@ type Bisect struct {
 	Chosen   string       `json:"chosen"` // why this figure
 	Clock    string       `json:"clock"`  // icount or wall: how steps were judged
 	FloorPct float64      `json:"floor_pct,omitempty"`
+	LikePct  float64      `json:"like_pct,omitempty"` // icount: a step this near an end is like it
 	Steps    []BisectStep `json:"steps"`
 	Outcome  string       `json:"outcome"` // culprit, no change, range, unclear, attributed
 	Culprit  int          `json:"culprit"` // the step; First..Culprit when a range
