@@ -642,15 +642,25 @@ func TestParallelICountAgreesWithSerial(t *testing.T) {
 	if len(st) != 1 || len(pt) != 1 {
 		t.Fatalf("%d and %d tables", len(st), len(pt))
 	}
+	// Two boots of one kernel differ by the figure's own spread as well as
+	// by the controls' floor: under icount, host events (console, QMP,
+	// timers) land at a different guest instruction each boot. Parallel
+	// boots agree with serial ones when their means differ by no more than
+	// three times the larger of the two: what one boot more would move.
 	floor := max(st[0].FloorPct, pt[0].FloorPct)
 	for i, r := range st[0].Rows {
 		q := pt[0].Rows[i]
 		for _, v := range variant.Both {
-			a, b := r.Variants.Get(v).Mean, q.Variants.Get(v).Mean
+			sv, pv := r.Variants.Get(v), q.Variants.Get(v)
+			a, b := sv.Mean, pv.Mean
 			d := 100 * (b/a - 1)
-			t.Logf("%s %s: serial %.6g, parallel %.6g: %+.4f %% (floor %.4f %%)", r.Label(), v, a, b, d, floor)
-			if a == 0 || math.Abs(d) > floor {
-				t.Errorf("%s %s: serial %.6g and parallel %.6g differ by %+.4f %%, beyond the icount floor %.4f %%", r.Label(), v, a, b, d, floor)
+			spread := 3 * 100 * max(sv.Summary.CV(), pv.Summary.CV())
+			tol := max(floor, spread)
+			t.Logf("%s %s: serial %.6g %v, parallel %.6g %v: %+.4f %% (floor %.4f %%, 3× own spread %.4f %%)",
+				r.Label(), v, a, sv.Values, b, pv.Values, d, floor, spread)
+			if a == 0 || math.Abs(d) > tol {
+				t.Errorf("%s %s: serial %.6g and parallel %.6g differ by %+.4f %%, beyond the icount floor %.4f %% and 3× their own spread %.4f %%",
+					r.Label(), v, a, b, d, floor, spread)
 			}
 		}
 	}
