@@ -54,6 +54,10 @@ type Arch struct {
 	// the usual ones, with their Debian packages (the x86_64 fragment
 	// compresses the bzImage with lz4).
 	BuildTools map[string]string
+	// Firmware is the -bios file, from QEMU's data directories, that
+	// starts the guest's -kernel; "" keeps QEMU's default. When QEMU has no
+	// such file, its default is used (vm.FindFirmware).
+	Firmware string
 	// TSCDelayLoop: delays count TSC cycles and a TCG guest's TSC is the
 	// host's, so lpj= can be computed from the host's TSC rate (see
 	// vm.Config.LPJ).
@@ -89,6 +93,12 @@ var all = map[string]Arch{
 		ICountCmdline: []string{"noapictimer"},
 		TSCDelayLoop:  true,
 		BuildTools:    map[string]string{"lz4": "lz4"},
+		// qboot, QEMU's minimal firmware for -kernel, instead of SeaBIOS:
+		// measured here (QEMU start to the agent's first record, 4 boots
+		// each) 2.41 s -> 1.70 s at 1 vCPU under icount, 1.6-1.9 s -> 1.4-1.5
+		// s at 2 vCPUs. SeaBIOS's PCI scan and option ROMs are all code
+		// TCG runs once, translating as it goes.
+		Firmware: "qboot.rom",
 	},
 	"arm64": {
 		Name:         "arm64",

@@ -164,6 +164,7 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,
+		Firmware: p.Firmware,
 	}
 	if bt.Results != nil {
 		// Records are a hello, one per benchmark result, then done.

@@ -51,7 +51,8 @@ type ShapePlan struct {
 	// arch.Arch.OversubscribedSingleThread).
 	SingleThread bool
 	HostTopology topology.Host
-	TSCkHz       int64 // for lpj= (see LPJ)
+	TSCkHz       int64  // for lpj= (see LPJ)
+	Firmware     string // QEMU's -bios file, "" for its default
 	// Parallel is how many boots of this shape may run at once (see
 	// Parallelize); 0 or 1: one after the other.
 	Parallel int
@@ -103,7 +104,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 				return nil, fmt.Errorf("%s, %s: measure icount needs TCG, and this run uses %s (%s)", a.Name, shape, strings.ToUpper(accel.Name), accel.Reason)
 			}
 			p := ShapePlan{Arch: a, Shape: shape, Accel: accel, Clock: clock, HostTopology: h.Topology,
-				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz}
+				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz, Firmware: h.VM.Firmware[a.Name]}
 			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == vm.KVM)
 			p.Pin, p.PinNote = topology.PinPlan(shape, h.Topology, m.Pin)
 			if accel.Name == vm.TCG && clock == vm.ClockICount {

@@ -3,6 +3,8 @@ package vm
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -28,6 +30,9 @@ type Host struct {
 	CPUInfo     string // /proc/cpuinfo
 	PVMLoaded   bool   // the kvm_pvm module (Pagetable-based VM) is loaded
 	ForcedAccel string // --accel, empty for auto
+	// Firmware is each arch's -bios file as found in its QEMU's data
+	// directories (arch.Arch.Firmware), "" when QEMU has none.
+	Firmware map[string]string
 }
 
 // ReadHost looks at this machine.
@@ -43,7 +48,32 @@ func ReadHost(forced string) Host {
 	}
 	_, err := os.Stat("/sys/module/kvm_pvm")
 	h.PVMLoaded = err == nil
+	h.Firmware = map[string]string{}
+	for _, name := range arch.Names() {
+		a, _ := arch.Lookup(name)
+		h.Firmware[name] = FindFirmware(a)
+	}
 	return h
+}
+
+// FindFirmware is the path of a.Firmware in the data directories a.QEMU
+// searches (qemu -L help), or "" when there is none or QEMU is missing:
+// the guest then boots with QEMU's default firmware.
+func FindFirmware(a arch.Arch) string {
+	if a.Firmware == "" {
+		return ""
+	}
+	out, err := exec.Command(a.QEMU, "-L", "help").Output()
+	if err != nil {
+		return ""
+	}
+	for _, dir := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		p := filepath.Join(strings.TrimSpace(dir), a.Firmware)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return filepath.Clean(p)
+		}
+	}
+	return ""
 }
 
 // ChooseAccel picks KVM only when it can really run a stock kernel of arch:

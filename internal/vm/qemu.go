@@ -46,6 +46,8 @@ type Config struct {
 	Records func(n int)
 	// SingleThread runs a wall-clock TCG guest's vCPUs in one host thread.
 	SingleThread bool
+	// Firmware is QEMU's -bios file; "" for QEMU's default.
+	Firmware string
 	// Verbose puts KERN_INFO messages on the console too (loglevel=7): for
 	// labs that expect such lines, like KUnit's results.
 	Verbose bool
@@ -136,6 +138,9 @@ func (c Config) Args() ([]string, error) {
 		args = append(args, "-accel", "tcg,thread=single")
 	default:
 		args = append(args, "-accel", "tcg,thread=multi")
+	}
+	if c.Firmware != "" {
+		args = append(args, "-bios", c.Firmware)
 	}
 	args = append(args, c.Shape.Args()...)
 	args = append(args,

@@ -85,6 +85,9 @@ func TestArgs(t *testing.T) {
 		{"icount", base(x86, 1, tcg, ClockICount),
 			[]string{"-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1"}, []string{"tcg,thread=multi"}, ""},
 		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
+		{"firmware", func() Config { c := base(x86, 1, tcg, ClockICount); c.Firmware = "/q/qboot.rom"; return c }(),
+			[]string{"-bios /q/qboot.rom"}, nil, ""},
+		{"default firmware", base(x86, 1, tcg, ClockICount), nil, []string{"-bios"}, ""},
 		{"icount with 2 vCPUs", base(x86, 2, tcg, ClockICount), nil, nil, "only 1 vCPU"},
 		{"icount under kvm", base(x86, 1, kvm, ClockICount), nil, nil, "icount needs TCG"},
 		{"zero vCPUs", base(x86, 0, tcg, ClockWall), nil, nil, "at least 1"},
@@ -263,5 +266,35 @@ func TestConsoleLevel(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("verbose %v: %q lacks %s", verbose, line, want)
 		}
+	}
+}
+
+// The arch's firmware is used only where its QEMU has it: a QEMU without
+// qboot.rom (or no QEMU at all) boots with its default firmware.
+func TestFindFirmware(t *testing.T) {
+	with, without := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(with, "qboot.rom"), []byte("rom"), 0o644)
+	os.Mkdir(filepath.Join(without, "qboot.rom"), 0o755) // not a file
+	fake := func(dirs ...string) string {
+		p := filepath.Join(t.TempDir(), "qemu")
+		os.WriteFile(p, []byte("#!/bin/sh\n[ \"$1 $2\" = \"-L help\" ] || exit 1\nprintf '%s\\n' "+strings.Join(dirs, " ")+"\n"), 0o755)
+		return p
+	}
+	x86 := mustArch(t, "x86_64")
+	for _, tc := range []struct {
+		name, qemu, firmware, want string
+	}{
+		{"found", fake(without, with), "qboot.rom", filepath.Join(with, "qboot.rom")},
+		{"not there", fake(without), "qboot.rom", ""},
+		{"no qemu", filepath.Join(t.TempDir(), "missing"), "qboot.rom", ""},
+		{"arch wants the default", fake(with), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := x86
+			a.QEMU, a.Firmware = tc.qemu, tc.firmware
+			if got := FindFirmware(a); got != tc.want {
+				t.Errorf("FindFirmware = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
