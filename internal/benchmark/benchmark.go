@@ -197,6 +197,9 @@ type Tool struct {
 	// kernel needs for the tool, added to the lab's own.
 	Fragment string
 	About    string
+	// Resolution is the step of the rates the tool prints, in hits/s (0:
+	// not rounded): a change smaller than one step is not seen.
+	Resolution float64
 }
 
 // BPFBench is the kernel's own benchmark runner,
@@ -207,7 +210,9 @@ const BPFBench = "bpf-bench"
 
 var tools = []Tool{
 	{Name: BPFBench, Label: "bench", Fragment: "bpf-bench.config",
-		About: "the kernel's selftests bench (trig-* benchmarks), built static from the lab's source, run beside the agent"},
+		About: "the kernel's selftests bench (trig-* benchmarks), built static from the lab's source, run beside the agent",
+		// It prints M/s to three decimals.
+		Resolution: 1000},
 }
 
 // Tools lists the guest tools.

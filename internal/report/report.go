@@ -374,11 +374,17 @@ func (t *Table) finish(driftFloor bool) {
 	for _, rows := range both {
 		for i := range rows {
 			r := &rows[i]
+			floor := t.FloorPct
+			res := t.resolutionPct(*r)
+			floor = math.Max(floor, res)
 			if t.Paired {
 				base, pat := PairUp(r.Variants)
-				r.Change = stats.ComparePaired(base, pat, t.FloorPct)
+				r.Change = stats.ComparePaired(base, pat, floor)
 			} else {
-				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, t.FloorPct)
+				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, floor)
+			}
+			if res > t.FloorPct && r.Change.Verdict == stats.Same && math.Abs(r.Change.Pct) <= res {
+				r.Change.Why = fmt.Sprintf("|%.3f %%| is within one step of the tool's rounded figures (%.3f %%)", r.Change.Pct, res)
 			}
 		}
 	}
@@ -492,6 +498,34 @@ const DriftPct = 3.0
 // the largest relative spread or change of any control, at least 0.01 %.
 // Under icount boots repeat to ~0.01 %, so a U test alone would call a
 // 0.02 % ordering significant.
+// resolutionPct is the smallest change, in percent, a row can show when the
+// tool behind it rounds what it prints (bench: M/s to three decimals), for
+// its rate rows and the agent ÷ bench rows; 0 when nothing is rounded. Its
+// intervals would otherwise claim a precision the tool never printed.
+func (t *Table) resolutionPct(r Row) float64 {
+	rate := r
+	switch {
+	case r.Metric == MetricVsBench:
+		i := slices.IndexFunc(t.Rows, func(q Row) bool {
+			return q.Benchmark == r.Benchmark && q.Producers == r.Producers && q.Metric == MetricRate && q.Tool == benchmark.BPFBench
+		})
+		if i < 0 {
+			return 0
+		}
+		rate = t.Rows[i]
+	case r.Metric != MetricRate || r.Agent():
+		return 0
+	}
+	tool, err := benchmark.LookupTool(rate.Tool)
+	m := math.Min(rate.Variants.Baseline.Summary.Mean, rate.Variants.Patched.Summary.Mean)
+	if err != nil || tool.Resolution == 0 || m <= 0 {
+		return 0
+	}
+	// One step, and a hair more: a figure printed one step higher can come
+	// from a change of next to nothing, and the division must not decide.
+	return 100 * tool.Resolution / m * (1 + 1e-9)
+}
+
 func icountFloor(rows []Row) float64 {
 	floor := 0.01
 	for _, r := range rows {
@@ -586,6 +620,18 @@ func Notes(t Table) []string {
 	}
 	if t.FloorPct > 0 {
 		out = append(out, fmt.Sprintf("icount: changes within %.3f %% (3× the controls' spread and change) count as ~, whatever p says", t.FloorPct))
+	}
+	for _, tool := range benchmark.Tools() {
+		res := 0.0
+		for _, r := range t.Rows {
+			if r.Tool == tool.Name {
+				res = math.Max(res, t.resolutionPct(r))
+			}
+		}
+		if res > 0 {
+			out = append(out, fmt.Sprintf("%s rounds its rates to %g M/s: its rows, and agent ÷ %[1]s, count changes within one step (up to %.3f %%) as ~",
+				tool.Label, tool.Resolution/1e6, res))
+		}
 	}
 	for _, d := range t.Drift {
 		out = append(out, "drift: "+d)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
@@ -158,5 +159,45 @@ func TestStarvedVCPUs(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no caveat names the starved result: %q", doc.Caveats)
+	}
+}
+
+// bench prints M/s to three decimals: its rows (and agent ÷ bench) cannot
+// show a change smaller than one step, however tight their spread; the
+// agent's own rows keep the icount floor.
+func TestToolResolution(t *testing.T) {
+	var boots []results.Boot
+	for i := 0; i < 8; i++ {
+		v, agent, bench := variant.Baseline, 1.10000e6, 1.115e6
+		if i%2 == 1 {
+			// The agent sees +0.05 %; bench's printed figure moves by one
+			// step, +0.09 %.
+			v, agent, bench = variant.Patched, 1.10055e6, 1.116e6
+		}
+		b := boot(i+1, v, agent)
+		b.CPUs, b.Clock = 1, vm.ClockICount
+		b.Results = append(b.Results,
+			protocol.Result{Benchmark: "uprobe-nop", Producers: 1, Tool: benchmark.BPFBench, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(bench), Rate: bench}}})
+		boots = append(boots, b)
+	}
+	tb := Tables(&results.Run{Lab: "t", Boots: boots})[0]
+	got := map[string]stats.Change{}
+	for _, r := range append(tb.Rows, tb.Scaling...) {
+		got[r.Label()] = r.Change
+	}
+	for label, want := range map[string]string{"uprobe-nop (agent) p=1": "faster", "uprobe-nop (bench) p=1": stats.Same, "uprobe-nop p1 agent ÷ bench": stats.Same} {
+		c, ok := got[label]
+		if !ok {
+			t.Fatalf("no row %q in %v", label, got)
+		}
+		if c.Verdict != want {
+			t.Errorf("%s: %+v, want %s", label, c, want)
+		}
+	}
+	if c := got["uprobe-nop (bench) p=1"]; !strings.Contains(c.Why, "one step") {
+		t.Errorf("bench row's why: %q", c.Why)
+	}
+	if notes := strings.Join(Notes(tb), "\n"); !strings.Contains(notes, "rounds its rates to 0.001 M/s") {
+		t.Errorf("notes lack the rounding:\n%s", notes)
 	}
 }
