@@ -383,6 +383,10 @@ func (t *Table) finish(driftFloor bool) {
 			} else {
 				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, floor)
 			}
+			if res > 0 {
+				// Each mean is known to half a step: the change to one.
+				r.Change.Lo, r.Change.Hi = r.Change.Lo-res, r.Change.Hi+res
+			}
 			if res > t.FloorPct && r.Change.Verdict == stats.Same && math.Abs(r.Change.Pct) <= res {
 				r.Change.Why = fmt.Sprintf("|%.3f %%| is within one step of the tool's rounded figures (%.3f %%)", r.Change.Pct, res)
 			}
@@ -629,7 +633,7 @@ func Notes(t Table) []string {
 			}
 		}
 		if res > 0 {
-			out = append(out, fmt.Sprintf("%s rounds its rates to %g M/s: its rows, and agent ÷ %[1]s, count changes within one step (up to %.3f %%) as ~",
+			out = append(out, fmt.Sprintf("%s rounds its rates to %g M/s: its rows, and agent ÷ %[1]s, count changes within one step (up to %.3[3]f %%) as ~",
 				tool.Label, tool.Resolution/1e6, res))
 		}
 	}

@@ -194,10 +194,10 @@ func TestToolResolution(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", label, c, want)
 		}
 	}
-	if c := got["uprobe-nop (bench) p=1"]; !strings.Contains(c.Why, "one step") {
-		t.Errorf("bench row's why: %q", c.Why)
+	if c := got["uprobe-nop (bench) p=1"]; !strings.Contains(c.Why, "one step") || c.Lo > 0.001 || c.Hi < 0.179 {
+		t.Errorf("bench row's change %+v: want its interval widened by a step (0.09 %%) each side, and why", c)
 	}
-	if notes := strings.Join(Notes(tb), "\n"); !strings.Contains(notes, "rounds its rates to 0.001 M/s") {
+	if notes := strings.Join(Notes(tb), "\n"); !strings.Contains(notes, "rounds its rates to 0.001 M/s") || !strings.Contains(notes, "(up to 0.090 %)") {
 		t.Errorf("notes lack the rounding:\n%s", notes)
 	}
 }
