@@ -347,12 +347,12 @@ func (s *search) floor() float64 {
 }
 
 // endShare is the part of the ends' change within which an icount step is
-// judged like an end. Kernels that differ in no code the benchmark runs
-// still differ by up to ~0.1 % under icount (an edited string in
-// init/main.c moved uprobe-nop by 0.06 %, 3.6× the controls' floor): the
-// layout of the image moves addresses that the hit path hashes and compares.
-// A step 1 % of an 18 % change away from the bad end is the bad end moved by
-// that, not a step that is "neither"; one 10-90 % of the way is neither.
+// judged like an end. Under icount the uprobe rows of one kernel take one of
+// two levels about 0.06 % apart from boot to boot, beyond the controls'
+// floor (seen in TestParallelICountAgreesWithSerial), and a kernel that
+// differs only in a string in init/main.c measured 0.06 % off its parent.
+// A step 0.06 % of an 18 % change away from the bad end is the bad end, not
+// a step that is "neither"; one 10-90 % of the way is neither.
 const endShare = 0.1
 
 // likePct is how near an end (in percent) an icount step must be to be

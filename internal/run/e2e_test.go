@@ -669,12 +669,14 @@ func TestParallelICountAgreesWithSerial(t *testing.T) {
 	if len(st) != 1 || len(pt) != 1 {
 		t.Fatalf("%d and %d tables", len(st), len(pt))
 	}
-	// Two boots of one kernel differ by the figure's own spread as well as
-	// by the controls' floor: under icount, host events (console, QMP,
-	// timers) land at a different guest instruction each boot. Parallel
-	// boots agree with serial ones when their means differ by no more than
-	// three times the larger of the two: what one boot more would move.
-	floor := max(st[0].FloorPct, pt[0].FloorPct)
+	// Two boots of one kernel differ by more than the controls' floor: the
+	// uprobe rows take one of two levels about 0.06 % apart from boot to
+	// boot, serial or parallel (in CI both serial patched boots were low,
+	// another time one parallel boot). Parallel boots agree with serial
+	// ones when their means differ by no more than the larger of the floor,
+	// three times their own spread, and those two levels' distance.
+	const bootLevelsPct = 0.08 // measured 0.062-0.063 %, and a margin
+	floor := max(st[0].FloorPct, pt[0].FloorPct, bootLevelsPct)
 	for i, r := range st[0].Rows {
 		q := pt[0].Rows[i]
 		for _, v := range variant.Both {
