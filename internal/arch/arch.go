@@ -94,9 +94,9 @@ var all = map[string]Arch{
 		TSCDelayLoop:  true,
 		BuildTools:    map[string]string{"lz4": "lz4"},
 		// qboot, QEMU's minimal firmware for -kernel, instead of SeaBIOS:
-		// measured here (QEMU start to the agent's first record, 4 boots
-		// each) 2.41 s -> 1.70 s at 1 vCPU under icount, 1.6-1.9 s -> 1.4-1.5
-		// s at 2 vCPUs. SeaBIOS's PCI scan and option ROMs are all code
+		// measured here through lab run (QEMU start to the agent's first
+		// record, 4 boots each) 2.31 s -> 1.72 s at 1 vCPU under icount,
+		// 1.40 s -> 1.34 s at 2 vCPUs. SeaBIOS's PCI scan and option ROMs are all code
 		// TCG runs once, translating as it goes.
 		Firmware: "qboot.rom",
 	},

@@ -374,9 +374,8 @@ func (t *Table) finish(driftFloor bool) {
 	for _, rows := range both {
 		for i := range rows {
 			r := &rows[i]
-			floor := t.FloorPct
 			res := t.resolutionPct(*r)
-			floor = math.Max(floor, res)
+			floor := math.Max(t.FloorPct, res)
 			if t.Paired {
 				base, pat := PairUp(r.Variants)
 				r.Change = stats.ComparePaired(base, pat, floor)
@@ -498,10 +497,6 @@ func sigText(c stats.Change) string {
 // table warns of host drift.
 const DriftPct = 3.0
 
-// icountFloor is the smallest change an icount table resolves: three times
-// the largest relative spread or change of any control, at least 0.01 %.
-// Under icount boots repeat to ~0.01 %, so a U test alone would call a
-// 0.02 % ordering significant.
 // resolutionPct is the smallest change, in percent, a row can show when the
 // tool behind it rounds what it prints (bench: M/s to three decimals), for
 // its rate rows and the agent ÷ bench rows; 0 when nothing is rounded. Its
@@ -530,6 +525,10 @@ func (t *Table) resolutionPct(r Row) float64 {
 	return 100 * tool.Resolution / m * (1 + 1e-9)
 }
 
+// icountFloor is the smallest change an icount table resolves: three times
+// the largest relative spread or change of any control, at least 0.01 %.
+// Under icount boots repeat to ~0.01 %, so a U test alone would call a
+// 0.02 % ordering significant.
 func icountFloor(rows []Row) float64 {
 	floor := 0.01
 	for _, r := range rows {
