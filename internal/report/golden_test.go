@@ -34,7 +34,9 @@ func fakeRun() *results.Run {
 			{Benchmark: "uprobe-nop", Producers: []int{64}, Direction: "faster"},
 		}}
 	res := func(bench string, p int, rate float64) protocol.Result {
-		return protocol.Result{Benchmark: bench, Producers: p, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(rate), Rate: rate}}}
+		return protocol.Result{Benchmark: bench, Producers: p,
+			Warmup:  []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(rate), Rate: rate}},
+			Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(rate), Rate: rate}}}
 	}
 	for i := 0; i < 10; i++ {
 		v, k := variant.Baseline, 1.0

@@ -201,3 +201,35 @@ func TestToolResolution(t *testing.T) {
 		t.Errorf("notes lack the rounding:\n%s", notes)
 	}
 }
+
+// Results measured without a warm-up are named in a caveat, and only they.
+func TestWarmupCaveat(t *testing.T) {
+	warm := func(b results.Boot) results.Boot {
+		b.Results[0].Warmup = []protocol.Sample{{IntervalNS: 1e9, Hits: 1, Rate: 1}}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		boots []results.Boot
+		want  string
+	}{
+		{"all warmed up", []results.Boot{warm(boot(1, variant.Baseline, 1e5)), warm(boot(2, variant.Patched, 1e5))}, ""},
+		{"one cold", []results.Boot{warm(boot(1, variant.Baseline, 1e5)), boot(2, variant.Patched, 1e5)}, "1 of 2 results had no warm-up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := Build(&results.Run{Lab: "t", Boots: tc.boots}, "x", "test")
+			var got []string
+			for _, c := range doc.Caveats {
+				if strings.Contains(c, "warm-up") {
+					got = append(got, c)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("caveats %q, want none about warm-up", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("caveats %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
