@@ -75,7 +75,10 @@ func (c Config) Cmdline() (string, error) {
 	if c.Verbose {
 		level = "loglevel=7"
 	}
-	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", level}
+	// pty.legacy_count=0: the kernel makes 256 legacy BSD pty pairs at
+	// boot that nothing in the guest opens; pty_init was 75 ms of a
+	// 2-vCPU boot here, the second-largest initcall after acpi_init.
+	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", level, "pty.legacy_count=0"}
 	if c.Clock == ClockICount {
 		parts = append(parts, c.Arch.ICountCmdline...)
 	}
