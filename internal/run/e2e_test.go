@@ -526,7 +526,7 @@ func TestBenchSuite(t *testing.T) {
 				t.Fatal(err)
 			}
 			// One variant: the agent runs the same code on both, and a boot
-			// of each would double the test (90 s an arch).
+			// of each would double the test (45 s an arch).
 			var buf bytes.Buffer
 			res, dir, err := Run(context.Background(), Options{
 				Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
