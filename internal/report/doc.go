@@ -46,9 +46,6 @@ func Build(r *results.Run, dir, generator string) *Document {
 	d.Tables = Tables(r)
 	d.Claims = CheckClaims(r.Claims, d.Tables)
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
-	if c := warmupCaveat(r.Boots); c != "" {
-		d.Caveats = append(d.Caveats, c)
-	}
 	return d
 }
 
@@ -79,9 +76,6 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+string(v)+" of this run"), runInfo(b, dirB, "patched column: "+string(v)+" of this run")}
 	d.Tables = tables(boots, topoKey, false)
 	d.Caveats = caveats(d.Tables)
-	if c := warmupCaveat(boots); c != "" {
-		d.Caveats = append(d.Caveats, c)
-	}
 	if a.Lab != b.Lab {
 		d.Caveats = append([]string{fmt.Sprintf("two different labs (%s and %s): their kernels, series and benchmarks may differ", a.Lab, b.Lab)}, d.Caveats...)
 	}
@@ -163,6 +157,14 @@ func caveats(tables []Table) []string {
 		for _, dr := range t.Drift {
 			add(tableName(t) + ": " + dr)
 		}
+		// A benchmark's first second carries what happens once per
+		// benchmark (the new probe's first hits, page faults): under icount
+		// it was 0.06 % below the later seconds of uprobe rows in some boots
+		// and not others, and 0.1 % of usermode-count in every boot, beyond
+		// the floor the controls set.
+		if t.NoWarmup > 0 {
+			add(fmt.Sprintf("%s: %d result(s) had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.06-0.1 %% under icount, in some boots and not others; rerun with --warmup 1s for figures within the floor", tableName(t), t.NoWarmup))
+		}
 		if n := len(t.Starved); n > 0 {
 			shown := t.Starved[:min(n, 3)]
 			more := ""
@@ -173,30 +175,6 @@ func caveats(tables []Table) []string {
 		}
 	}
 	return out
-}
-
-// warmupCaveat speaks for results measured without a warm-up. A benchmark's
-// first second carries what happens once per benchmark (the new probe's
-// first hits, page faults): under icount it was 0.06 % below the later
-// seconds of uprobe rows in some boots and not others, and 0.1 % of
-// usermode-count in every boot, beyond the floor the controls set.
-func warmupCaveat(boots []results.Boot) string {
-	cold, all := 0, 0
-	for _, b := range boots {
-		for _, r := range b.Results {
-			if !r.OK() {
-				continue
-			}
-			all++
-			if len(r.Warmup) == 0 {
-				cold++
-			}
-		}
-	}
-	if cold == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d of %d results had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.06-0.1 %% under icount, in some boots and not others; rerun with --warmup 1s for figures within the floor", cold, all)
 }
 
 // ClaimsOK reports whether every claim was reproduced somewhere.

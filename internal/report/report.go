@@ -152,6 +152,9 @@ type Table struct {
 	// not each get most of a host CPU: the producers then took turns
 	// rather than running at once, and contention did not build.
 	Starved []string `json:"starved,omitempty"`
+	// NoWarmup counts results measured without a warm-up: their first
+	// second carries one-off costs (see caveats).
+	NoWarmup int `json:"no_warmup,omitempty"`
 }
 
 // MinVCPUShare is the share of a host CPU below which a producer's vCPU
@@ -249,6 +252,9 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 			} else {
 				sum.Values = append(sum.Values, protocol.Rate(res.Samples))
 				sum.Pairs = append(sum.Pairs, pair)
+				if len(res.Warmup) == 0 {
+					t.NoWarmup++
+				}
 			}
 		}
 		addRatios(t, b, pair)

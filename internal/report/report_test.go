@@ -214,7 +214,7 @@ func TestWarmupCaveat(t *testing.T) {
 		want  string
 	}{
 		{"all warmed up", []results.Boot{warm(boot(1, variant.Baseline, 1e5)), warm(boot(2, variant.Patched, 1e5))}, ""},
-		{"one cold", []results.Boot{warm(boot(1, variant.Baseline, 1e5)), boot(2, variant.Patched, 1e5)}, "1 of 2 results had no warm-up"},
+		{"one cold", []results.Boot{warm(boot(1, variant.Baseline, 1e5)), boot(2, variant.Patched, 1e5)}, "1 result(s) had no warm-up"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := Build(&results.Run{Lab: "t", Boots: tc.boots}, "x", "test")
