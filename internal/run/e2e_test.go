@@ -669,7 +669,7 @@ func TestParallelICountAgreesWithSerial(t *testing.T) {
 	}
 	// A warm-up keeps each benchmark's one-off first second out of the
 	// figures: without one the uprobe rows' single sample was 0.06 % low in
-	// some boots and not others (report.warmupCaveat), beyond the floor.
+	// some boots and not others (the report's warm-up caveat), beyond the floor.
 	floor := max(st[0].FloorPct, pt[0].FloorPct)
 	for i, r := range st[0].Rows {
 		q := pt[0].Rows[i]
