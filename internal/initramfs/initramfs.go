@@ -49,6 +49,13 @@ type File struct {
 // module's go.mod and go.sum (which pin everything else), the Go version,
 // GOARCH and the extra files (by content).
 func Key(ctx context.Context, moduleRoot, goarch string, extra ...File) (string, error) {
+	// Files are hashed by their path relative to the root, and go list
+	// gives absolute paths: a relative root ("../..", as tests give it)
+	// made every path "" and so a second key for the same image.
+	moduleRoot, err := filepath.Abs(moduleRoot)
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "go=%s goarch=%s\n", runtime.Version(), goarch)
 	for _, f := range extra {
@@ -69,7 +76,10 @@ func Key(ctx context.Context, moduleRoot, goarch string, extra ...File) (string,
 		if err != nil {
 			return "", err
 		}
-		rel, _ := filepath.Rel(moduleRoot, f)
+		rel, err := filepath.Rel(moduleRoot, f)
+		if err != nil {
+			return "", err
+		}
 		fmt.Fprintf(h, "%s %x\n", rel, sha256.Sum256(data))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil

@@ -70,3 +70,19 @@ func TestKeyCoversImportedPackages(t *testing.T) {
 		t.Errorf("the arm64 key covers files the arm64 agent is not built from:\n%s", joined)
 	}
 }
+
+// One image, one key: however the checkout's root is spelled (tests give
+// "../..", lab an absolute path), the same sources give the same key.
+func TestKeyIgnoresHowTheRootIsSpelled(t *testing.T) {
+	abs, err := ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Key(context.Background(), abs, "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Key(context.Background(), "../..", "amd64"); err != nil || got != want {
+		t.Errorf("Key(../..) = %s, %v; Key(%s) = %s", got, err, abs, want)
+	}
+}
