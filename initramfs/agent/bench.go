@@ -121,7 +121,9 @@ func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job
 }
 
 func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job protocol.Job) error {
-	exe, err := os.Executable()
+	// Not os.Executable: it reads /proc/self/exe when the program starts,
+	// and as /init the agent starts before /proc is mounted.
+	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,14 @@ func TestBuild(t *testing.T) {
 				t.Fatalf("cpio: %v\n%s", err, out)
 			}
 			list := string(out)
-			for _, want := range []string{"init -> ", "bin/uinit -> ", "bin/agent", "bbin/init"} {
+			for _, want := range []string{"init -> bin/agent", "bin/agent", "dev/console"} {
 				if !strings.Contains(list, want) {
 					t.Errorf("initramfs lacks %q:\n%s", want, list)
 				}
+			}
+			// The agent is /init: no second Go program starts before it.
+			if strings.Contains(list, "bbin/") || strings.Contains(list, "uinit") {
+				t.Errorf("initramfs still has u-root's init or a uinit:\n%s", list)
 			}
 			again, err := Build(context.Background(), root, goarch, cache, &log)
 			if err != nil || !again.Cached || again.Path != img.Path {
