@@ -41,7 +41,7 @@ func main() {
 	}
 }
 
-func run() error {
+func run() (err error) {
 	start := uptime()
 	if os.Getpid() == 1 {
 		// As /init, do in this process what u-root's init does before it
@@ -68,6 +68,14 @@ func run() error {
 		send(protocol.Record{Type: protocol.TypeError, Error: err.Error()})
 		return err
 	}
+	// The agent is PID 1: if it died of a panic the kernel would panic
+	// too ("Attempted to kill init") and the boot would read as the
+	// kernel's fault. Report it as the agent's.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fail(fmt.Errorf("agent panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
 	cmdline, err := os.ReadFile("/proc/cmdline")
 	if err != nil {
 		return fail(err)

@@ -79,6 +79,7 @@ func (c Config) Cmdline() (string, error) {
 	// boot that nothing in the guest opens; pty_init was 75 ms of a
 	// 2-vCPU boot here, the second-largest initcall after acpi_init.
 	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", level, "pty.legacy_count=0"}
+	parts = append(parts, c.Arch.Cmdline...)
 	if c.Clock == ClockICount {
 		parts = append(parts, c.Arch.ICountCmdline...)
 	}

@@ -76,7 +76,7 @@ func TestArgs(t *testing.T) {
 		wantErr string
 	}{
 		{"x86 tcg wall", base(x86, 2, tcg, ClockWall),
-			[]string{"-M q35", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
+			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
 				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
 				"-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
 			[]string{"-icount"}, ""},
@@ -247,6 +247,27 @@ func TestOversubscribedTCGWaitsLongerForRCU(t *testing.T) {
 		}
 		if got := strings.Contains(line, "rcupdate.rcu_cpu_stall_timeout=300"); got != over {
 			t.Errorf("oversubscribed %v: stall timeout on the command line %v", over, got)
+		}
+	}
+}
+
+// The arch's own kernel parameters describe its machine (one UART on
+// x86_64's q35), so every guest gets them, whatever runs it.
+func TestArchCmdlineOnEveryGuest(t *testing.T) {
+	x86 := mustArch(t, "x86_64")
+	if len(x86.Cmdline) == 0 {
+		t.Fatal("x86_64 has no kernel parameters of its own")
+	}
+	for _, tc := range []struct{ accel, clock string }{{TCG, ClockWall}, {TCG, ClockICount}, {KVM, ClockWall}} {
+		c := Config{Arch: x86, Accel: Accel{Name: tc.accel}, Clock: tc.clock}
+		line, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range x86.Cmdline {
+			if !strings.Contains(" "+line+" ", " "+p+" ") {
+				t.Errorf("%s %s: %q lacks %s", tc.accel, tc.clock, line, p)
+			}
 		}
 	}
 }
