@@ -43,14 +43,7 @@ func main() {
 
 func run() (err error) {
 	start := uptime()
-	if os.Getpid() == 1 {
-		// As /init, do in this process what u-root's init does before it
-		// starts a uinit: its environment (PATH for the tools) and devtmpfs.
-		// A second Go program starting cost 0.3-0.5 s of a TCG boot.
-		libinit.SetEnv()
-		libinit.Create(libinit.PreNamespace, false)
-	}
-	if err := mounts(); err != nil {
+	if err := setUp(); err != nil {
 		return err
 	}
 	port, err := openPort()
@@ -86,6 +79,27 @@ func run() (err error) {
 	}
 	send(protocol.Record{Type: protocol.TypeHello, Hello: hello(start)})
 
+	runJob(job, send)
+	send(protocol.Record{Type: protocol.TypeDone})
+	// No fsync: a virtio port has nothing to flush (it fails with EINVAL),
+	// and each write has already reached the host's queue.
+	return nil
+}
+
+// setUp readies the guest for the benchmarks. As /init the agent does in
+// its own process what u-root's init does before it starts a uinit (a
+// second Go program starting cost 0.3-0.5 s of a TCG boot): u-root's
+// environment (PATH for the tools), then the mounts, devtmpfs among them.
+func setUp() error {
+	if os.Getpid() == 1 {
+		libinit.SetEnv()
+	}
+	return mounts()
+}
+
+// runJob runs every benchmark of the job at every producer count, each
+// followed by the job's tools, and sends a record for each.
+func runJob(job protocol.Job, send func(protocol.Record)) {
 	// A collection during a sample would show up as noise; the agent
 	// allocates little, so the heap can grow unchecked for a run.
 	debug.SetGCPercent(-1)
@@ -118,10 +132,6 @@ func run() (err error) {
 			}
 		}
 	}
-	send(protocol.Record{Type: protocol.TypeDone})
-	// No fsync: a virtio port has nothing to flush (it fails with EINVAL),
-	// and each write has already reached the host's queue.
-	return nil
 }
 
 // mounts makes sure the file systems the benchmarks need are there.
