@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/initramfs/protocol"
@@ -75,10 +76,13 @@ func lines(s string, n int) []string {
 //
 //	Iter   3 (-43.325us): hits    0.336M/s (  0.336M/prod), drops    0.000M/s, total operations    0.336M/s
 //	Summary: hits    0.377 ± 0.045M/s (  0.377M/prod), drops    0.000 ± 0.000M/s, total operations    0.377 ± 0.045M/s
-var (
-	benchIter    = regexp.MustCompile(`^Iter\s+(\d+)\s+\(\s*(-?\d+\.\d+)us\): hits\s+(\d+\.\d+)M/s \(\s*\d+\.\d+M/prod\), drops\s+(\d+\.\d+)M/s`)
-	benchSummary = regexp.MustCompile(`^Summary: hits\s+(\d+\.\d+) ± +(\d+\.\d+)M/s`)
-)
+//
+// Compiled when bench's output is read, not at the agent's start: under TCG
+// every boot pays for code that runs before the first record.
+var benchPatterns = sync.OnceValues(func() (iter, summary *regexp.Regexp) {
+	return regexp.MustCompile(`^Iter\s+(\d+)\s+\(\s*(-?\d+\.\d+)us\): hits\s+(\d+\.\d+)M/s \(\s*\d+\.\d+M/prod\), drops\s+(\d+\.\d+)M/s`),
+		regexp.MustCompile(`^Summary: hits\s+(\d+\.\d+) ± +(\d+\.\d+)M/s`)
+})
 
 // parseBench reads bench's per-second lines into samples: iterations before
 // warmup are the warm-up, the rest (warmup..warmup+duration, as bench's own
@@ -86,6 +90,7 @@ var (
 // its rate times its measured interval (1 s + the skew bench prints), to
 // bench's precision of 1,000 hits/s.
 func parseBench(res *protocol.Result, out string, warmup int) error {
+	benchIter, benchSummary := benchPatterns()
 	sc := bufio.NewScanner(strings.NewReader(out))
 	summary := false
 	for sc.Scan() {
