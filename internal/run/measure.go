@@ -160,7 +160,7 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		Shape: &shape, HostTopology: &hostTopo, Caveats: p.Caveats, Pinning: p.PinNote,
 	}
 	cfg := vm.Config{
-		LPJ: p.LPJ(kernel.Info.HZ()), Oversubscribed: p.Oversubscribed, SingleThread: p.SingleThread,
+		LPJ: p.LPJ(kernel.Info.HZ()), TSCkHz: p.TSCkHz, Oversubscribed: p.Oversubscribed, SingleThread: p.SingleThread,
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,

@@ -51,7 +51,7 @@ type ShapePlan struct {
 	// arch.Arch.OversubscribedSingleThread).
 	SingleThread bool
 	HostTopology topology.Host
-	TSCkHz       int64  // for lpj= (see LPJ)
+	TSCkHz       int64  // for lpj= (see LPJ) and the guest's TSC rate (vm.Config.TSCkHz)
 	Firmware     string // QEMU's -bios file, "" for its default
 	// Parallel is how many boots of this shape may run at once (see
 	// Parallelize); 0 or 1: one after the other.

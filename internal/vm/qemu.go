@@ -35,6 +35,11 @@ type Config struct {
 	// LPJ, when set, is passed as lpj= (loops per jiffy) to x86_64 guests
 	// under multi-threaded TCG: see Cmdline.
 	LPJ int64
+	// TSCkHz, when set, is the host's TSC rate: given to TCG guests under
+	// the wall clock on arches with a parameter for it (see
+	// arch.Arch.TSCkHzParam). Under icount the guest's TSC counts
+	// instructions, not the host's cycles.
+	TSCkHz int64
 	// Quiet is how long the agent may go without sending a record once it
 	// is up (0: the boot deadline).
 	Quiet time.Duration
@@ -93,6 +98,9 @@ func (c Config) Cmdline() (string, error) {
 		// value the boot CPU computes itself.
 		if c.LPJ > 0 && c.Arch.TSCDelayLoop && c.Clock != ClockICount {
 			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
+		}
+		if c.TSCkHz > 0 && c.Arch.TSCkHzParam != "" && c.Clock != ClockICount {
+			parts = append(parts, fmt.Sprintf("%s=%d", c.Arch.TSCkHzParam, c.TSCkHz))
 		}
 	}
 	if c.Accel.Name == TCG && c.Oversubscribed {

@@ -199,7 +199,9 @@ func TestBootWithoutQEMUIsInfra(t *testing.T) {
 	}
 }
 
-func TestLPJOnlyForX86WallTCG(t *testing.T) {
+// lpj= and the TSC rate both rest on a TCG guest's TSC being the host's:
+// not under icount, not under KVM, not on arm64.
+func TestHostTSCParamsOnlyForX86WallTCG(t *testing.T) {
 	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
 	for _, tc := range []struct {
 		a     arch.Arch
@@ -212,13 +214,15 @@ func TestLPJOnlyForX86WallTCG(t *testing.T) {
 		{x86, KVM, ClockWall, false},
 		{arm, TCG, ClockWall, false},
 	} {
-		c := Config{Arch: tc.a, Accel: Accel{Name: tc.accel}, Clock: tc.clock, LPJ: 9200000}
+		c := Config{Arch: tc.a, Accel: Accel{Name: tc.accel}, Clock: tc.clock, LPJ: 9200000, TSCkHz: 2300000}
 		line, err := c.Cmdline()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(line, "lpj=9200000"); got != tc.want {
-			t.Errorf("%s %s %s: lpj on the command line %v, want %v", tc.a.Name, tc.accel, tc.clock, got, tc.want)
+		for _, param := range []string{"lpj=9200000", "tsc_early_khz=2300000"} {
+			if got := strings.Contains(line, " "+param+" "); got != tc.want {
+				t.Errorf("%s %s %s: %s on the command line %v, want %v", tc.a.Name, tc.accel, tc.clock, param, got, tc.want)
+			}
 		}
 	}
 }
