@@ -379,9 +379,6 @@ func checkTools(lab *spec.Lab, opt Options) error {
 		}
 		if !opt.NoBuild {
 			need[a.CC()] = a.CCPackage()
-			for tool, pkg := range a.BuildTools {
-				need[tool] = pkg
-			}
 		}
 	}
 	var missing []string
