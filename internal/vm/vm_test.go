@@ -276,6 +276,30 @@ func TestArchCmdlineOnEveryGuest(t *testing.T) {
 	}
 }
 
+// TCG-only parameters (no_timer_check, tsc=reliable) reach every TCG guest,
+// icount included, and no KVM guest: under KVM the kernel picks its own.
+func TestTCGCmdlineOnlyUnderTCG(t *testing.T) {
+	x86 := mustArch(t, "x86_64")
+	if len(x86.TCGCmdline) == 0 {
+		t.Fatal("x86_64 has no TCG kernel parameters")
+	}
+	for _, tc := range []struct {
+		accel, clock string
+		want         bool
+	}{{TCG, ClockWall, true}, {TCG, ClockICount, true}, {KVM, ClockWall, false}} {
+		c := Config{Arch: x86, Accel: Accel{Name: tc.accel}, Clock: tc.clock}
+		line, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range x86.TCGCmdline {
+			if got := strings.Contains(" "+line+" ", " "+p+" "); got != tc.want {
+				t.Errorf("%s %s: %s on %q is %v, want %v", tc.accel, tc.clock, p, line, got, tc.want)
+			}
+		}
+	}
+}
+
 // The console prints warnings and worse (what the console scan looks for),
 // everything only when a lab expects KERN_INFO lines (KUnit): printing to
 // the emulated UART costs boot time.
