@@ -100,7 +100,7 @@ func (f *bisectFlags) options(inv invocation) (bisect.Options, error) {
 	}
 	opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,
 		Jobs: ro.Jobs, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Good: f.good.V, Bad: f.bad.V,
-		Each: f.each.V, Run: f.probe.V, MaxBoots: f.maxBoots.V, Claim: f.claim.V, Sandbox: ro.Sandbox}
+		Each: f.each.V, Run: f.probe.V, MaxBoots: f.maxBoots.V, Claim: f.claim.V, Sandbox: ro.Sandbox, Parallel: ro.Parallel}
 	switch {
 	case f.bench.IsSet() && f.claim.IsSet():
 		return opt, usagef("--benchmark and --claim both name the figure: give one")

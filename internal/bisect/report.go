@@ -349,6 +349,9 @@ func provenance(r *results.Run) []string {
 		fmt.Sprintf("kernel source: Linux %s, %s (base commit %s)", r.Source.Version, r.Source.Desc, short(r.Source.Commit)),
 		fmt.Sprintf("host: %s, %d CPUs", r.Host.CPUModel, r.Host.CPUs),
 	}
+	if bi.Parallel > 1 {
+		out = append(out, fmt.Sprintf("boots: up to %d at a time (icount: the figures are guest instructions, which a guest beside another does not change)", bi.Parallel))
+	}
 	for _, b := range r.Boots {
 		if b.Outcome != nil {
 			out = append(out, fmt.Sprintf("QEMU %s, %s (%s): `%s %s`", b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Outcome.QEMU, strings.Join(b.Outcome.Args, " ")))

@@ -11,7 +11,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/initramfs/protocol"
@@ -57,6 +59,9 @@ type Options struct {
 	Run      bool
 	MaxBoots int  // wall clock: the most boots of a step
 	Sandbox  bool // build in a bubblewrap namespace
+	// Parallel is how many boots run at once (--parallel; 0: the host's
+	// CPUs under icount). A wall-clock bisect boots one at a time.
+	Parallel int
 	Host     *run.Host
 }
 
@@ -81,7 +86,11 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	run.Parallelize(plans, opt.Parallel, host.CPUs)
 	p := plans[0]
+	if p.Clock != vm.ClockICount && opt.Parallel > 1 {
+		return nil, "", fmt.Errorf("--parallel %d: this bisect runs under the wall clock (%s %s), where guests side by side slow each other and a step is judged against boots of the ends: it boots one guest at a time", opt.Parallel, p.Arch.Name, p.Shape)
+	}
 	fig, chosen, err := figureOf(opt, lab, p)
 	if err != nil {
 		return nil, "", err
@@ -105,7 +114,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	}
 	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Claims: lab.Claims,
-		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock}}
+		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock, Parallel: b.workers()}}
 	err = b.do(ctx)
 	b.run.Finished = time.Now().UTC()
 	b.run.Elapsed = time.Since(b.start)
@@ -179,6 +188,19 @@ type bisector struct {
 	// ends is the --run cache of the ends' figures (icount), nil until
 	// read.
 	ends *endsCache
+	// mu guards what boots running side by side share: the run's record
+	// and boot count, the steps' boots, pending and ends.
+	mu     sync.Mutex
+	booted int
+}
+
+// workers is how many boots run at once: the plan's (see run.Parallelize)
+// under icount, one under the wall clock.
+func (b *bisector) workers() int {
+	if b.plan.Clock != vm.ClockICount {
+		return 1
+	}
+	return max(b.plan.Parallel, 1)
 }
 
 func (b *bisector) logf(format string, args ...any) { b.rep.Logf(format, args...) }
@@ -221,7 +243,10 @@ func (b *bisector) do(ctx context.Context) error {
 			return err
 		}
 	}
-	mode := Mode{ICount: b.plan.Clock == vm.ClockICount, MaxBoots: b.opt.MaxBoots}
+	mode := Mode{ICount: b.plan.Clock == vm.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	if w := b.workers(); w > 1 {
+		b.logf("bisect: up to %d boots at a time (icount: a guest beside another does not change its figures)", w)
+	}
 	var res *Result
 	var err error
 	switch {
@@ -421,6 +446,8 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 		st.BuildSeconds = time.Since(start).Seconds()
 	}
 	kern.Variant = b.variantOf(k)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	st.Kernel = &kern
 	b.run.Kernels = append(b.run.Kernels, kern)
 	return kern.Info.ImageSHA256, b.run.Write(b.dir)
@@ -460,22 +487,28 @@ func (b *bisector) variantOf(k int) variant.Variant {
 	return ""
 }
 
-// Measure boots step k once and reads the figure.
+// Measure boots step k once and reads the figure. Boots of steps whose
+// kernels are built may run side by side.
 func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	end := k == 0 || k == len(b.steps)-1
+	b.mu.Lock()
 	if b.opt.Run && end && b.plan.Clock == vm.ClockICount && b.ends == nil {
 		b.loadEnds()
 	}
 	if q := b.pending[k]; len(q) > 0 {
 		b.pending[k] = q[1:]
+		b.mu.Unlock()
 		b.logf("step %d (%s): figure from an earlier lab bisect --run of the same ends (%s)", k, b.steps[k].Name, b.endsPath())
 		return q[0], nil
 	}
+	b.mu.Unlock()
 	boot, err := b.bootStep(ctx, k)
 	if err != nil {
 		return Obs{}, err
 	}
 	o, err := b.obs(boot)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if err == nil && b.ends != nil && end {
 		b.saveEnd(k, o)
 	}
@@ -525,6 +558,8 @@ func (b *bisector) saveEnd(k int, o Obs) {
 	}
 }
 
+// bootStep boots step k, building its kernel first if need be (callers
+// that boot side by side build first: there is one source tree).
 func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	st := &b.steps[k]
 	if st.Kernel == nil {
@@ -532,7 +567,10 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 			return results.Boot{}, err
 		}
 	}
-	idx := len(b.run.Boots) + 1
+	b.mu.Lock()
+	b.booted++
+	idx := b.booted
+	b.mu.Unlock()
 	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
 	if err != nil {
 		return results.Boot{}, err
@@ -545,9 +583,14 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	if err != nil {
 		boot.Fail(err)
 	}
+	b.mu.Lock()
 	b.run.Boots = append(b.run.Boots, boot)
+	sort.SliceStable(b.run.Boots, func(i, j int) bool { return b.run.Boots[i].Index < b.run.Boots[j].Index })
 	st.Boots = append(st.Boots, idx)
-	if werr := b.run.Write(b.dir); werr != nil {
+	sort.Ints(st.Boots)
+	werr := b.run.Write(b.dir)
+	b.mu.Unlock()
+	if werr != nil {
 		return boot, werr
 	}
 	switch {
@@ -592,15 +635,22 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	if b.plan.Clock == vm.ClockICount {
 		boots = 2
 	}
-	var ends []results.Boot
-	for i := 0; i < boots; i++ {
-		for _, k := range []int{0, n} {
-			boot, err := b.bootStep(ctx, k)
-			if err != nil {
-				return fmt.Errorf("measure the ends to choose a figure: %w", err)
-			}
-			ends = append(ends, boot)
+	for _, k := range []int{0, n} {
+		if _, err := b.Image(ctx, k); err != nil {
+			return fmt.Errorf("measure the ends to choose a figure: %w", err)
 		}
+	}
+	var ks []int
+	for i := 0; i < boots; i++ {
+		ks = append(ks, 0, n)
+	}
+	ends := make([]results.Boot, len(ks))
+	errs, stop := inParallel(ctx, len(ks), b.workers(), func(ctx context.Context, i int) (err error) {
+		ends[i], err = b.bootStep(ctx, ks[i])
+		return err
+	}, stopAlways)
+	if stop >= 0 {
+		return fmt.Errorf("measure the ends to choose a figure: %w", errs[stop])
 	}
 	tables := report.Tables(&results.Run{Boots: ends})
 	if len(tables) == 0 {

@@ -57,6 +57,12 @@ type Mode struct {
 	MinBoots, MaxBoots int
 	// EndBoots are the boots of each end before the search starts.
 	EndBoots int
+	// Parallel is how many boots may run at once under icount, where a
+	// boot's figures are guest instructions that a guest beside it does
+	// not change: the ends' boots, and --each's steps. The wall clock
+	// boots one at a time whatever it says (guests side by side measure
+	// each other). 0 or 1: one at a time.
+	Parallel int
 }
 
 // Verdicts of a step.
@@ -172,7 +178,17 @@ func Each(ctx context.Context, env Env, mode Mode) (*Result, error) {
 	if s.res.Outcome == NoChange {
 		return s.res, nil
 	}
+	var middle []int
 	for k := 1; k < s.n; k++ {
+		middle = append(middle, k)
+	}
+	if err := s.prefetch(ctx, middle); err != nil {
+		return s.res, err
+	}
+	for _, k := range middle {
+		if s.res.Steps[k].Verdict == Skipped {
+			continue // by prefetch: its build failed, and is not retried
+		}
 		if _, err := s.judge(ctx, k); err != nil {
 			return s.res, err
 		}
@@ -251,12 +267,115 @@ func (s *search) note(n string) { s.res.Notes = append(s.res.Notes, n) }
 
 // boot measures step k once more.
 func (s *search) boot(ctx context.Context, k int) error {
-	o, err := s.env.Measure(ctx, k)
-	s.res.Measured++
-	if err != nil {
-		return err
+	errs, _ := s.bootAll(ctx, []int{k}, stopAlways)
+	return errs[0]
+}
+
+// workers is how many boots run at once: Mode.Parallel under icount, one
+// under the wall clock.
+func (s *search) workers() int {
+	if !s.mode.ICount {
+		return 1
 	}
-	s.res.Steps[k].Obs = append(s.res.Steps[k].Obs, o)
+	return max(s.mode.Parallel, 1)
+}
+
+// bootAll boots each step of ks once, up to workers() at a time, and adds
+// the figures to the steps in the order of ks, not the order the guests
+// finish in, so that the record does not depend on which finished first.
+// It returns each boot's error, and the index in ks of the one that
+// stopped the batch (see inParallel), -1 when none did.
+func (s *search) bootAll(ctx context.Context, ks []int, stops func(error) bool) ([]error, int) {
+	obs := make([]Obs, len(ks))
+	errs, stop := inParallel(ctx, len(ks), s.workers(), func(ctx context.Context, i int) (err error) {
+		obs[i], err = s.env.Measure(ctx, ks[i])
+		return err
+	}, stops)
+	for i, k := range ks {
+		if errors.Is(errs[i], errNotStarted) {
+			continue
+		}
+		s.res.Measured++
+		if errs[i] == nil {
+			s.res.Steps[k].Obs = append(s.res.Steps[k].Obs, obs[i])
+		}
+	}
+	return errs, stop
+}
+
+// stopAlways: any failure ends a batch of boots (an end that cannot be
+// measured, the infrastructure, Ctrl-C).
+func stopAlways(error) bool { return true }
+
+// stopUnlessSkip: a step that does not boot is skipped; anything else ends
+// the batch.
+func stopUnlessSkip(err error) bool {
+	var skip *SkipError
+	return !errors.As(err, &skip)
+}
+
+// prefetch boots, for --each, what judge would boot of the steps ks, a
+// round at a time and up to workers() at once: their kernels first (one
+// source tree: one build at a time), then a boot of each step, then a
+// second of those near an end. judge then decides each step from these
+// boots. Steps that do not build or boot are marked skipped here; a step
+// with an image already booted is left to judge (no code change). With one
+// worker it does nothing, and judge boots as it always did.
+func (s *search) prefetch(ctx context.Context, ks []int) error {
+	if s.workers() < 2 {
+		return nil
+	}
+	seen := map[string]bool{s.res.Steps[0].Image: true, s.res.Steps[s.n].Image: true}
+	var todo []int
+	for _, k := range ks {
+		st := &s.res.Steps[k]
+		h, err := s.env.Image(ctx, k)
+		var skip *SkipError
+		if errors.As(err, &skip) {
+			st.Verdict, st.Skip = Skipped, skip.Error()
+			s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st.Image = h
+		if !seen[h] {
+			seen[h] = true
+			todo = append(todo, k)
+		}
+	}
+	for len(todo) > 0 {
+		var need []int
+		for _, k := range todo {
+			st := s.res.Steps[k]
+			if len(st.Obs) >= s.maxBoots() {
+				continue
+			}
+			if len(st.Obs) > 0 {
+				if _, more := s.classify(k); !more {
+					continue
+				}
+			}
+			need = append(need, k)
+		}
+		errs, stop := s.bootAll(ctx, need, stopUnlessSkip)
+		if stop >= 0 {
+			return errs[stop]
+		}
+		todo = nil
+		for i, k := range need {
+			var skip *SkipError
+			switch {
+			case errs[i] == nil:
+				todo = append(todo, k)
+			case errors.As(errs[i], &skip):
+				st := &s.res.Steps[k]
+				st.Verdict, st.Skip = Skipped, skip.Error()
+				s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+			}
+		}
+	}
 	return nil
 }
 
@@ -277,16 +396,17 @@ func (s *search) ends(ctx context.Context) error {
 		s.note("both ends build the same kernel image: the series changes no code")
 		return nil
 	}
+	var ks []int
 	for i := 0; i < s.mode.EndBoots; i++ {
-		for _, k := range []int{0, s.n} {
-			if err := s.boot(ctx, k); err != nil {
-				var skip *SkipError
-				if errors.As(err, &skip) {
-					return fmt.Errorf("the %s end (step %d) cannot be measured: %w", endName(k, s.n), k, err)
-				}
-				return err
-			}
+		ks = append(ks, 0, s.n)
+	}
+	if errs, stop := s.bootAll(ctx, ks, stopAlways); stop >= 0 {
+		err, k := errs[stop], ks[stop]
+		var skip *SkipError
+		if errors.As(err, &skip) {
+			return fmt.Errorf("the %s end (step %d) cannot be measured: %w", endName(k, s.n), k, err)
 		}
+		return err
 	}
 	good, bad := s.res.Steps[0], s.res.Steps[s.n]
 	s.res.FloorPct = s.floor()
@@ -425,7 +545,9 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 	if !s.mode.ICount {
 		first = s.mode.MinBoots
 	}
-	for i := 0; i < first; i++ {
+	// Boots prefetch made count (under icount: a step's boots need no
+	// interleaving with the ends').
+	for i := len(st.Obs); i < first; i++ {
 		if err := s.bootSkipping(ctx, k); err != nil {
 			return "", err
 		}

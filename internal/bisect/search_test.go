@@ -7,12 +7,19 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // fakeEnv gives each step a true figure; boots add noise (tiny under
 // icount, a few percent under the wall clock). Nothing is built or booted.
+// Boots may come side by side (Mode.Parallel): it counts how many at once.
 type fakeEnv struct {
+	mu      sync.Mutex
+	delay   time.Duration  // how long a boot takes
+	running int            // boots in progress
+	most    int            // the most boots in progress at once
 	vals    []float64      // true figure per step, 0..N
 	noise   float64        // relative sd of a boot
 	skip    map[int]string // steps that do not build ("build") or boot ("boot")
@@ -30,6 +37,11 @@ func newFake(vals []float64, noise float64) *fakeEnv {
 func (f *fakeEnv) Steps() int { return len(f.vals) - 1 }
 
 func (f *fakeEnv) Image(ctx context.Context, k int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running > 0 {
+		return "", fmt.Errorf("step %d built while %d boots run: one source tree, one build at a time", k, f.running)
+	}
 	f.images[k] = true
 	if f.skip[k] == "build" {
 		return "", &SkipError{Why: "does not build", Err: errors.New("drivers/x.c:3: error: expected ';'")}
@@ -41,6 +53,20 @@ func (f *fakeEnv) Image(ctx context.Context, k int) (string, error) {
 }
 
 func (f *fakeEnv) Measure(ctx context.Context, k int) (Obs, error) {
+	f.mu.Lock()
+	f.running++
+	f.most = max(f.most, f.running)
+	f.mu.Unlock()
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running--
+	if ctx.Err() != nil {
+		return Obs{}, fmt.Errorf("boot interrupted: %w", ctx.Err())
+	}
 	f.boots = append(f.boots, k)
 	if f.infraAt > 0 && len(f.boots) == f.infraAt {
 		return Obs{}, errors.New("start qemu-system-x86_64: no such file")
@@ -312,5 +338,156 @@ func TestProbe(t *testing.T) {
 	}
 	if _, err := Probe(context.Background(), newFake([]float64{1, 2}, 0), icount, 1); err == nil {
 		t.Error("probed an end")
+	}
+}
+
+// Under icount boots run side by side (Mode.Parallel) where the search
+// allows: the ends, and --each's steps. The answer is the serial one, boot
+// for boot, and no kernel is built while a boot runs. The wall clock boots
+// one at a time whatever Parallel says.
+func TestParallelBootsGiveTheSerialAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mode     Mode
+		each     bool
+		skip     map[int]string
+		sameAs   map[int]int
+		wantMost int
+	}{
+		{name: "search icount", mode: Mode{ICount: true, Parallel: 2}, wantMost: 2},
+		{name: "search icount, 4 at once", mode: Mode{ICount: true, Parallel: 4, EndBoots: 2}, wantMost: 4},
+		{name: "each icount", mode: Mode{ICount: true, Parallel: 2}, each: true, wantMost: 2},
+		{name: "each icount, steps that do not build or boot", mode: Mode{ICount: true, Parallel: 3}, each: true,
+			skip: map[int]string{2: "build", 4: "boot"}, sameAs: map[int]int{1: 0}, wantMost: 3},
+		{name: "search wall clock", mode: Mode{MinBoots: 4, MaxBoots: 16, Parallel: 2}, wantMost: 1},
+		{name: "each wall clock", mode: Mode{MinBoots: 4, MaxBoots: 16, Parallel: 2}, each: true, wantMost: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noise := 1e-6
+			if !tc.mode.ICount {
+				noise = 0.01
+			}
+			var results [2]*Result
+			var envs [2]*fakeEnv
+			for i, parallel := range []int{1, tc.mode.Parallel} {
+				env := newFake(step(5, 6, 0.07), noise)
+				env.delay = time.Millisecond
+				for k, v := range tc.skip {
+					env.skip[k] = v
+				}
+				for k, v := range tc.sameAs {
+					env.sameAs[k] = v
+				}
+				mode := tc.mode
+				mode.Parallel = parallel
+				search := Search
+				if tc.each {
+					search = Each
+				}
+				r, err := search(context.Background(), env, mode)
+				if err != nil {
+					t.Fatalf("parallel %d: %v", parallel, err)
+				}
+				results[i], envs[i] = r, env
+			}
+			serial, par := results[0], results[1]
+			if envs[0].most != 1 {
+				t.Errorf("serial: %d boots at once", envs[0].most)
+			}
+			if envs[1].most != tc.wantMost {
+				t.Errorf("parallel %d: at most %d boots at once, want %d", tc.mode.Parallel, envs[1].most, tc.wantMost)
+			}
+			if par.Outcome != serial.Outcome || par.Culprit != serial.Culprit || par.First != serial.First || par.Measured != serial.Measured {
+				t.Errorf("parallel: %s %d..%d in %d boots; serial: %s %d..%d in %d boots",
+					par.Outcome, par.First, par.Culprit, par.Measured, serial.Outcome, serial.First, serial.Culprit, serial.Measured)
+			}
+			for k := range serial.Steps {
+				s, p := serial.Steps[k], par.Steps[k]
+				if s.Verdict != p.Verdict || len(s.Obs) != len(p.Obs) || s.SameAs != p.SameAs {
+					t.Errorf("step %d: parallel %s (%d boots, same as %d), serial %s (%d boots, same as %d)",
+						k, p.Verdict, len(p.Obs), p.SameAs, s.Verdict, len(s.Obs), s.SameAs)
+				}
+			}
+		})
+	}
+}
+
+// A boot that fails the infrastructure stops a batch of boots side by side:
+// no further boot starts, the running ones are cancelled, and the error
+// reported is the failure, not a cancelled boot's.
+func TestParallelBootsStopAtInfraFailure(t *testing.T) {
+	env := newFake(step(3, 6, 0.07), 1e-6)
+	env.delay = 5 * time.Millisecond
+	env.infraAt = 2
+	_, err := Search(context.Background(), env, Mode{ICount: true, Parallel: 2, EndBoots: 4})
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("err = %v, want the infrastructure's failure", err)
+	}
+	if len(env.boots) > 3 {
+		t.Errorf("%d boots after the failure at the second: %v", len(env.boots), env.boots)
+	}
+}
+
+func TestInParallel(t *testing.T) {
+	fail := errors.New("fails")
+	for _, tc := range []struct {
+		name       string
+		n, workers int
+		failAt     int // -1: none
+		wantStop   int
+		wantRan    int // calls made, at most
+	}{
+		{name: "serial", n: 5, workers: 1, failAt: -1, wantStop: -1, wantRan: 5},
+		{name: "two at once", n: 5, workers: 2, failAt: -1, wantStop: -1, wantRan: 5},
+		{name: "more workers than calls", n: 2, workers: 8, failAt: -1, wantStop: -1, wantRan: 2},
+		{name: "serial, stops at the third", n: 5, workers: 1, failAt: 2, wantStop: 2, wantRan: 3},
+		{name: "two at once, stops at the first", n: 6, workers: 2, failAt: 0, wantStop: 0, wantRan: 2},
+		{name: "none", n: 0, workers: 2, failAt: -1, wantStop: -1, wantRan: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			ran, running, most := 0, 0, 0
+			errs, stop := inParallel(context.Background(), tc.n, tc.workers, func(ctx context.Context, i int) error {
+				mu.Lock()
+				ran++
+				running++
+				most = max(most, running)
+				mu.Unlock()
+				defer func() { mu.Lock(); running--; mu.Unlock() }()
+				if i == tc.failAt {
+					return fail
+				}
+				select {
+				case <-time.After(2 * time.Millisecond):
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}, stopAlways)
+			if stop != tc.wantStop {
+				t.Errorf("stop = %d, want %d (errs %v)", stop, tc.wantStop, errs)
+			}
+			if ran > tc.wantRan || (tc.failAt < 0 && ran != tc.wantRan) {
+				t.Errorf("%d calls made, want %d", ran, tc.wantRan)
+			}
+			if most > max(tc.workers, 1) {
+				t.Errorf("%d calls at once with %d workers", most, tc.workers)
+			}
+			if tc.failAt < 0 && tc.n >= tc.workers && most != tc.workers {
+				t.Errorf("at most %d calls at once, want %d", most, tc.workers)
+			}
+			notStarted := 0
+			for i, err := range errs {
+				switch {
+				case errors.Is(err, errNotStarted):
+					notStarted++
+				case tc.failAt < 0 && err != nil:
+					t.Errorf("call %d: %v", i, err)
+				}
+			}
+			if notStarted != tc.n-ran {
+				t.Errorf("%d calls marked not started, %d of %d made", notStarted, ran, tc.n)
+			}
+		})
 	}
 }

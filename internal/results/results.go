@@ -394,8 +394,9 @@ type Bisect struct {
 	Range    string       `json:"range"` // what was bisected: a series and its mode, or a git range
 	Each     bool         `json:"each,omitempty"`
 	Figure   Figure       `json:"figure"`
-	Chosen   string       `json:"chosen"` // why this figure
-	Clock    string       `json:"clock"`  // icount or wall: how steps were judged
+	Chosen   string       `json:"chosen"`             // why this figure
+	Clock    string       `json:"clock"`              // icount or wall: how steps were judged
+	Parallel int          `json:"parallel,omitempty"` // boots at once (icount); 0 or 1: one at a time
 	FloorPct float64      `json:"floor_pct,omitempty"`
 	LikePct  float64      `json:"like_pct,omitempty"` // icount: a step this near an end is like it
 	Steps    []BisectStep `json:"steps"`
