@@ -498,7 +498,11 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	if q := b.pending[k]; len(q) > 0 {
 		b.pending[k] = q[1:]
 		b.mu.Unlock()
-		b.logf("step %d (%s): figure from an earlier lab bisect --run of the same ends (%s)", k, b.steps[k].Name, b.endsPath())
+		from := "a boot of the ends that chose the figure"
+		if b.opt.Run {
+			from = "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
+		}
+		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, from)
 		return q[0], nil
 	}
 	b.mu.Unlock()
