@@ -46,11 +46,13 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 				return err
 			}
 			fmt.Fprintf(inv.out, "%s guests: %s (%s)\n", name, strings.ToUpper(accel.Name), accel.Reason)
-			switch f := h.VM.Firmware[name]; {
-			case f != "":
-				fmt.Fprintf(inv.out, "  firmware: %s\n", f)
-			case a.Firmware != "":
-				fmt.Fprintf(inv.out, "  firmware: QEMU's default (%s has no %s: boots are slower)\n", a.QEMU, a.Firmware)
+			for _, m := range a.Machines {
+				switch f := h.VM.FirmwarePath(a, m); {
+				case f != "":
+					fmt.Fprintf(inv.out, "  %s firmware: %s\n", m.Name(), f)
+				case m.Firmware != "":
+					fmt.Fprintf(inv.out, "  %s firmware: QEMU's default (%s has no %s: boots are slower)\n", m.Name(), a.QEMU, m.Firmware)
+				}
 			}
 		}
 		return nil

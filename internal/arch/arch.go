@@ -15,17 +15,20 @@ import (
 
 // Arch is one guest architecture.
 type Arch struct {
-	Name         string   // lab's name: "x86_64", "arm64"
-	GOARCH       string   // for the guest agent
-	MakeArch     string   // ARCH= for kbuild
-	CrossCompile string   // CROSS_COMPILE= prefix when not building natively
-	CrossPackage string   // Debian package of the cross-compiler
-	ImageTarget  string   // make target producing the boot image
-	ImagePath    string   // image path relative to the O= build directory
-	QEMU         string   // qemu-system binary
-	QEMUPackage  string   // Debian package of QEMU
-	Machine      []string // -M/-cpu arguments under TCG; KVM replaces -cpu with host
-	Console      string   // kernel console device
+	Name         string // lab's name: "x86_64", "arm64"
+	GOARCH       string // for the guest agent
+	MakeArch     string // ARCH= for kbuild
+	CrossCompile string // CROSS_COMPILE= prefix when not building natively
+	CrossPackage string // Debian package of the cross-compiler
+	ImageTarget  string // make target producing the boot image
+	ImagePath    string // image path relative to the O= build directory
+	QEMU         string // qemu-system binary
+	QEMUPackage  string // Debian package of QEMU
+	CPU          string // -cpu model under TCG; KVM guests get -cpu host
+	// Machines are the QEMU machine types guests boot on; a guest boots on
+	// the first that suits it (MachineFor). The last suits every guest.
+	Machines []Machine
+	Console  string // kernel console device
 	// Cmdline are kernel parameters every guest of this arch gets.
 	Cmdline []string
 	// SyscallPrefix starts the kernel symbol of every syscall entry, e.g.
@@ -52,10 +55,6 @@ type Arch struct {
 	// host has CPUs in one host thread (thread=single) rather than a
 	// thread per vCPU.
 	OversubscribedSingleThread bool
-	// Firmware is the -bios file, from QEMU's data directories, that
-	// starts the guest's -kernel; "" keeps QEMU's default. When QEMU has no
-	// such file, its default is used (vm.FindFirmware).
-	Firmware string
 	// TSCDelayLoop: delays count TSC cycles and a TCG guest's TSC is the
 	// host's, so lpj= can be computed from the host's TSC rate (see
 	// vm.Config.LPJ).
@@ -65,6 +64,48 @@ type Arch struct {
 	// boot: under TCG the guest's TSC is the host's, whose rate lab
 	// measures ("" where the arch has no such parameter).
 	TSCkHzParam string
+}
+
+// Machine is one QEMU machine type, with what goes with it.
+type Machine struct {
+	// Args are -M with its options, and -global settings.
+	Args []string
+	// ResultsBus is the virtio-serial device the agent's results port sits
+	// on: virtio-serial-pci on a PCI machine, virtio-serial-device on
+	// virtio-mmio.
+	ResultsBus string
+	// Firmware is the -bios file, from QEMU's data directories, that
+	// starts the guest's -kernel; "" keeps QEMU's default. When QEMU has no
+	// such file, its default is used (vm.FindFirmware).
+	Firmware string
+	// NUMA: the machine describes NUMA nodes to the guest.
+	NUMA bool
+	// ICount: guests on QEMU's instruction clock boot on it (the arch's
+	// ICountCmdline relies on its timers).
+	ICount bool
+}
+
+// Name is the machine type, as -M names it.
+func (m Machine) Name() string {
+	for i := 0; i+1 < len(m.Args); i++ {
+		if m.Args[i] == "-M" {
+			name, _, _ := strings.Cut(m.Args[i+1], ",")
+			return name
+		}
+	}
+	return ""
+}
+
+// MachineFor is the machine a guest boots on: the arch's first that
+// describes NUMA nodes when the guest has them, and suits the instruction
+// clock when the guest runs on it.
+func (a Arch) MachineFor(numa, icount bool) Machine {
+	for _, m := range a.Machines {
+		if (m.NUMA || !numa) && (m.ICount || !icount) {
+			return m
+		}
+	}
+	return a.Machines[len(a.Machines)-1]
 }
 
 var all = map[string]Arch{
@@ -81,15 +122,40 @@ var all = map[string]Arch{
 		ImagePath:   "vmlinux",
 		QEMU:        "qemu-system-x86_64",
 		QEMUPackage: "qemu-system-x86",
-		// q35 without the devices no guest here uses (SATA, SMBus, the
-		// PS/2 controller, VMware's I/O port) and without ACPI PCI hotplug
-		// (its AML, for 32 slots, is parsed at every boot), with one UART
-		// probed instead of 4: every probe and table is code TCG translates
-		// once per boot. Measured here at 2 vCPUs, 6 alternating boots with
-		// the lab's QEMU line: boot to agent 1.77 -> 1.47 s (QEMU's CPU time
-		// 2.10 -> 1.73 s).
-		Machine: []string{"-M", "q35,sata=off,smbus=off,i8042=off,vmport=off",
-			"-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu", "max"},
+		CPU:         "max",
+		Machines: []Machine{
+			// microvm: no PCI, no chipset, a few lines of ACPI (the CPUs,
+			// the virtio-mmio devices, power-off), and its own qboot as
+			// firmware. q35's ACPI alone was 148 ms of a 2-vCPU boot
+			// (acpi_init, with PCI enumeration). Measured here through lab
+			// (bench/boot-ab against q35, boot to the agent, medians): 2
+			// vCPUs 1.52 -> 1.25 s (10 rounds), 16 vCPUs 3.08 -> 3.00 s
+			// (per-round -0.31 s, 6 rounds); 96 vCPUs 25.8 -> 24.1 s (one
+			// boot each). It describes no NUMA nodes, and has no HPET for
+			// noapictimer's ticks under icount.
+			// auto-kernel-cmdline=off: the guest finds its virtio-mmio
+			// devices in the ACPI tables, and its command line is the one
+			// lab built and recorded.
+			{Args: []string{"-M", "microvm,pcie=off,auto-kernel-cmdline=off"}, ResultsBus: "virtio-serial-device"},
+			// q35 without the devices no guest here uses (SATA, SMBus, the
+			// PS/2 controller, VMware's I/O port) and without ACPI PCI
+			// hotplug (its AML, for 32 slots, is parsed at every boot):
+			// every probe and table is code TCG translates once per boot.
+			// Measured here at 2 vCPUs, 6 alternating boots with the lab's
+			// QEMU line: boot to agent 1.77 -> 1.47 s (QEMU's CPU time 2.10
+			// -> 1.73 s).
+			{Args: []string{"-M", "q35,sata=off,smbus=off,i8042=off,vmport=off",
+				"-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"},
+				ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true,
+				// qboot, QEMU's minimal firmware for -kernel, instead of
+				// SeaBIOS: measured here through lab run (QEMU start to the
+				// agent's first record, 4 boots each) 2.31 s -> 1.72 s at 1
+				// vCPU under icount, 1.40 s -> 1.34 s at 2 vCPUs. SeaBIOS's
+				// PCI scan and option ROMs are all code TCG runs once,
+				// translating as it goes.
+				Firmware: "qboot.rom"},
+		},
+		// One UART probed instead of 4.
 		Cmdline: []string{"8250.nr_uarts=1"},
 		Console: "ttyS0",
 		// q35 stops at 255 under TCG: more needs x2APIC IDs, which QEMU 7.2
@@ -121,12 +187,6 @@ var all = map[string]Arch{
 		// a 2-vCPU boot (printk times) and came out up to 0.2 % off
 		// (2440.3 against 2445.4 MHz).
 		TSCkHzParam: "tsc_early_khz",
-		// qboot, QEMU's minimal firmware for -kernel, instead of SeaBIOS:
-		// measured here through lab run (QEMU start to the agent's first
-		// record, 4 boots each) 2.31 s -> 1.72 s at 1 vCPU under icount,
-		// 1.40 s -> 1.34 s at 2 vCPUs. SeaBIOS's PCI scan and option ROMs are all code
-		// TCG runs once, translating as it goes.
-		Firmware: "qboot.rom",
 	},
 	"arm64": {
 		Name:         "arm64",
@@ -138,9 +198,10 @@ var all = map[string]Arch{
 		ImagePath:    "arch/arm64/boot/Image",
 		QEMU:         "qemu-system-aarch64",
 		QEMUPackage:  "qemu-system-arm",
-		// GICv3: the default GICv2 refuses more than 8 vCPUs.
 		// pauth-impdef: QARMA pointer authentication is very slow under TCG.
-		Machine:       []string{"-M", "virt,gic-version=3", "-cpu", "max,pauth-impdef=on"},
+		CPU: "max,pauth-impdef=on",
+		// GICv3: the default GICv2 refuses more than 8 vCPUs.
+		Machines:      []Machine{{Args: []string{"-M", "virt,gic-version=3"}, ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true}},
 		Console:       "ttyAMA0",
 		MaxCPUs:       256,
 		Clusters:      true,

@@ -15,8 +15,16 @@ func TestTableIsComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a.GOARCH == "" || a.MakeArch == "" || a.ImageTarget == "" || a.ImagePath == "" || a.QEMU == "" ||
-			a.QEMUPackage == "" || a.Console == "" || a.SyscallPrefix == "" || a.MaxCPUs < 1 || a.TCGBootPerCPU <= 0 || len(a.Machine) == 0 {
+			a.QEMUPackage == "" || a.Console == "" || a.SyscallPrefix == "" || a.MaxCPUs < 1 || a.TCGBootPerCPU <= 0 || a.CPU == "" || len(a.Machines) == 0 {
 			t.Errorf("%s: incomplete entry %+v", name, a)
+		}
+		for _, m := range a.Machines {
+			if m.Name() == "" || m.ResultsBus == "" {
+				t.Errorf("%s: machine %v has no -M or no bus for the results port", name, m.Args)
+			}
+		}
+		if last := a.Machines[len(a.Machines)-1]; len(a.Machines) > 0 && (!last.NUMA || !last.ICount) {
+			t.Errorf("%s: the last machine, %s, must suit every guest (NUMA and icount)", name, last.Name())
 		}
 		if a.CrossCompile != "" && a.CrossPackage == "" {
 			t.Errorf("%s: a cross-compiler without its Debian package", name)
@@ -27,6 +35,32 @@ func TestTableIsComplete(t *testing.T) {
 		back, err := ForGOARCH(a.GOARCH)
 		if err != nil || back.Name != name {
 			t.Errorf("ForGOARCH(%s) = %s, %v", a.GOARCH, back.Name, err)
+		}
+	}
+}
+
+// Guests boot on the first machine that suits them: x86_64 guests without
+// NUMA nodes on microvm under the wall clock, on q35 with nodes or under
+// icount; arm64 guests always on virt.
+func TestMachineFor(t *testing.T) {
+	for _, tc := range []struct {
+		arch         string
+		numa, icount bool
+		want         string
+	}{
+		{"x86_64", false, false, "microvm"},
+		{"x86_64", true, false, "q35"},
+		{"x86_64", false, true, "q35"},
+		{"x86_64", true, true, "q35"},
+		{"arm64", false, false, "virt"},
+		{"arm64", true, true, "virt"},
+	} {
+		a, err := Lookup(tc.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.MachineFor(tc.numa, tc.icount).Name(); got != tc.want {
+			t.Errorf("%s, NUMA %v, icount %v: %s, want %s", tc.arch, tc.numa, tc.icount, got, tc.want)
 		}
 	}
 }

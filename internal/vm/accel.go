@@ -30,9 +30,22 @@ type Host struct {
 	CPUInfo     string // /proc/cpuinfo
 	PVMLoaded   bool   // the kvm_pvm module (Pagetable-based VM) is loaded
 	ForcedAccel string // --accel, empty for auto
-	// Firmware is each arch's -bios file as found in its QEMU's data
-	// directories (arch.Arch.Firmware), "" when QEMU has none.
+	// Firmware is where each machine's -bios file (arch.Machine.Firmware)
+	// is in its QEMU's data directories, "" when QEMU has none; keyed by
+	// FirmwareKey.
 	Firmware map[string]string
+}
+
+// FirmwareKey keys Host.Firmware: the arch (its QEMU) and the file.
+func FirmwareKey(a arch.Arch, m arch.Machine) string { return a.Name + "/" + m.Firmware }
+
+// FirmwarePath is the -bios file of machine m of arch a on this host, ""
+// for QEMU's default.
+func (h Host) FirmwarePath(a arch.Arch, m arch.Machine) string {
+	if m.Firmware == "" {
+		return ""
+	}
+	return h.Firmware[FirmwareKey(a, m)]
 }
 
 // ReadHost looks at this machine.
@@ -51,24 +64,28 @@ func ReadHost(forced string) Host {
 	h.Firmware = map[string]string{}
 	for _, name := range arch.Names() {
 		a, _ := arch.Lookup(name)
-		h.Firmware[name] = FindFirmware(a)
+		for _, m := range a.Machines {
+			if m.Firmware != "" {
+				h.Firmware[FirmwareKey(a, m)] = FindFirmware(a.QEMU, m.Firmware)
+			}
+		}
 	}
 	return h
 }
 
-// FindFirmware is the path of a.Firmware in the data directories a.QEMU
-// searches (qemu -L help), or "" when there is none or QEMU is missing:
-// the guest then boots with QEMU's default firmware.
-func FindFirmware(a arch.Arch) string {
-	if a.Firmware == "" {
+// FindFirmware is the path of file in the data directories qemu searches
+// (qemu -L help), or "" when there is none or QEMU is missing: the guest
+// then boots with QEMU's default firmware.
+func FindFirmware(qemu, file string) string {
+	if file == "" {
 		return ""
 	}
-	out, err := exec.Command(a.QEMU, "-L", "help").Output()
+	out, err := exec.Command(qemu, "-L", "help").Output()
 	if err != nil {
 		return ""
 	}
 	for _, dir := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		p := filepath.Join(strings.TrimSpace(dir), a.Firmware)
+		p := filepath.Join(strings.TrimSpace(dir), file)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return filepath.Clean(p)
 		}

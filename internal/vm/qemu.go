@@ -136,11 +136,14 @@ func (c Config) Args() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{}, c.Arch.Machine...)
+	m := c.Machine()
+	cpu := c.Arch.CPU
+	if c.Accel.Name == KVM {
+		cpu = "host"
+	}
+	args := append(append([]string{}, m.Args...), "-cpu", cpu)
 	switch {
 	case c.Accel.Name == KVM:
-		// -cpu host replaces the arch's TCG CPU model.
-		args = replaceCPU(args, "host")
 		args = append(args, "-accel", "kvm")
 	case c.Clock == ClockICount:
 		// One thread, and guest time counted in instructions (1 ns = 1 insn):
@@ -167,7 +170,7 @@ func (c Config) Args() ([]string, error) {
 		"-serial", "chardev:con",
 		// The agent's results travel on their own port: console noise (a
 		// WARNING in the middle of a line) cannot corrupt them.
-		"-device", "virtio-serial-pci,id=vser",
+		"-device", m.ResultsBus+",id=vser",
 		"-chardev", "file,id=res,path="+c.ResultsPath(),
 		"-device", "virtserialport,bus=vser.0,chardev=res,name="+protocol.PortName,
 		"-qmp", "unix:"+c.QMPPath+",server=on,wait=off",
@@ -175,12 +178,11 @@ func (c Config) Args() ([]string, error) {
 	return args, nil
 }
 
-func replaceCPU(args []string, model string) []string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-cpu" {
-			args[i+1] = model
-			return args
-		}
-	}
-	return append(args, "-cpu", model)
+// Machine is the QEMU machine the guest boots on (see MachineFor).
+func (c Config) Machine() arch.Machine { return MachineFor(c.Arch, c.Shape, c.Clock) }
+
+// MachineFor is the machine a guest of this shape and clock boots on: the
+// arch's first that describes its NUMA nodes and suits its clock.
+func MachineFor(a arch.Arch, s topology.Shape, clock string) arch.Machine {
+	return a.MachineFor(len(s.Nodes) > 0, clock == ClockICount)
 }

@@ -76,15 +76,23 @@ func TestArgs(t *testing.T) {
 		wantErr string
 	}{
 		{"x86 tcg wall", base(x86, 2, tcg, ClockWall),
-			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
+			[]string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
 				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
-				"-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
-			[]string{"-icount"}, ""},
+				"-device virtio-serial-device,id=vser", "-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
+			[]string{"-icount", "-global", "q35", "virtio-serial-pci"}, ""},
+		{"x86 numa", func() Config {
+			c := base(x86, 2, tcg, ClockWall)
+			c.Shape.Sockets, c.Shape.Cores = 2, 1
+			c.Shape.Nodes = []topology.Node{{CPUs: []int{0}, MemoryMiB: 512}, {CPUs: []int{1}, MemoryMiB: 512}}
+			return c
+		}(), []string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-device virtio-serial-pci,id=vser"},
+			[]string{"microvm"}, ""},
 		{"arm64 tcg", base(arm, 4, tcg, ClockWall),
 			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1"}, nil, ""},
 		{"icount", base(x86, 1, tcg, ClockICount),
-			[]string{"-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1"}, []string{"tcg,thread=multi"}, ""},
-		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
+			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1", "-device virtio-serial-pci,id=vser"},
+			[]string{"tcg,thread=multi", "microvm"}, ""},
+		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
 		{"firmware", func() Config { c := base(x86, 1, tcg, ClockICount); c.Firmware = "/q/qboot.rom"; return c }(),
 			[]string{"-bios /q/qboot.rom"}, nil, ""},
 		{"default firmware", base(x86, 1, tcg, ClockICount), nil, []string{"-bios"}, ""},
@@ -320,21 +328,35 @@ func TestFindFirmware(t *testing.T) {
 		os.WriteFile(p, []byte("#!/bin/sh\n[ \"$1 $2\" = \"-L help\" ] || exit 1\nprintf '%s\\n' "+strings.Join(dirs, " ")+"\n"), 0o755)
 		return p
 	}
-	x86 := mustArch(t, "x86_64")
 	for _, tc := range []struct {
 		name, qemu, firmware, want string
 	}{
 		{"found", fake(without, with), "qboot.rom", filepath.Join(with, "qboot.rom")},
 		{"not there", fake(without), "qboot.rom", ""},
 		{"no qemu", filepath.Join(t.TempDir(), "missing"), "qboot.rom", ""},
-		{"arch wants the default", fake(with), "", ""},
+		{"machine wants the default", fake(with), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := x86
-			a.QEMU, a.Firmware = tc.qemu, tc.firmware
-			if got := FindFirmware(a); got != tc.want {
+			if got := FindFirmware(tc.qemu, tc.firmware); got != tc.want {
 				t.Errorf("FindFirmware = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A run's -bios is its machine's: q35's qboot.rom where QEMU has it,
+// microvm's own default (QEMU's qboot build for it).
+func TestFirmwarePath(t *testing.T) {
+	x86 := mustArch(t, "x86_64")
+	q35, microvm := x86.MachineFor(true, false), x86.MachineFor(false, false)
+	h := Host{Firmware: map[string]string{FirmwareKey(x86, q35): "/q/qboot.rom"}}
+	if got := h.FirmwarePath(x86, q35); got != "/q/qboot.rom" {
+		t.Errorf("q35: %q", got)
+	}
+	if got := h.FirmwarePath(x86, microvm); got != "" {
+		t.Errorf("microvm: %q, want QEMU's default", got)
+	}
+	if got := (Host{}).FirmwarePath(x86, q35); got != "" {
+		t.Errorf("q35 on a QEMU without qboot.rom: %q", got)
 	}
 }
