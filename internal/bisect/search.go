@@ -330,10 +330,7 @@ func (s *search) prefetch(ctx context.Context, ks []int) error {
 	for _, k := range ks {
 		st := &s.res.Steps[k]
 		h, err := s.env.Image(ctx, k)
-		var skip *SkipError
-		if errors.As(err, &skip) {
-			st.Verdict, st.Skip = Skipped, skip.Error()
-			s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+		if s.skipped(k, err) {
 			continue
 		}
 		if err != nil {
@@ -365,15 +362,10 @@ func (s *search) prefetch(ctx context.Context, ks []int) error {
 		}
 		todo = nil
 		for i, k := range need {
-			var skip *SkipError
-			switch {
-			case errs[i] == nil:
+			if errs[i] == nil {
 				todo = append(todo, k)
-			case errors.As(errs[i], &skip):
-				st := &s.res.Steps[k]
-				st.Verdict, st.Skip = Skipped, skip.Error()
-				s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
 			}
+			s.skipped(k, errs[i])
 		}
 	}
 	return nil
@@ -513,10 +505,7 @@ func (s *search) pick(lo, hi int) (int, bool) {
 func (s *search) judge(ctx context.Context, k int) (string, error) {
 	st := &s.res.Steps[k]
 	h, err := s.env.Image(ctx, k)
-	var skip *SkipError
-	if errors.As(err, &skip) {
-		st.Verdict, st.Skip = Skipped, skip.Error()
-		s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+	if s.skipped(k, err) {
 		return Skipped, nil
 	}
 	if err != nil {
@@ -597,14 +586,23 @@ func (s *search) maxBoots() int {
 	return s.mode.MaxBoots
 }
 
+// skipped marks step k skipped when err says it does not build or boot,
+// and says whether it did.
+func (s *search) skipped(k int, err error) bool {
+	var skip *SkipError
+	if !errors.As(err, &skip) {
+		return false
+	}
+	st := &s.res.Steps[k]
+	st.Verdict, st.Skip = Skipped, skip.Error()
+	s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+	return true
+}
+
 // bootSkipping boots step k; a SkipError marks the step skipped.
 func (s *search) bootSkipping(ctx context.Context, k int) error {
 	err := s.boot(ctx, k)
-	var skip *SkipError
-	if errors.As(err, &skip) {
-		st := &s.res.Steps[k]
-		st.Verdict, st.Skip = Skipped, skip.Error()
-		s.note(fmt.Sprintf("step %d skipped: %s", k, skip.Error()))
+	if s.skipped(k, err) {
 		return nil
 	}
 	return err
