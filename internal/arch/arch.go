@@ -83,6 +83,17 @@ type Machine struct {
 	// ICount: guests on QEMU's instruction clock boot on it (the arch's
 	// ICountCmdline relies on its timers).
 	ICount bool
+	// CalibratesTSC: the kernel can calibrate its TSC against the
+	// machine's timers. Without, a TCG guest must be given its TSC rate
+	// (TSCkHzParam) or it hangs at boot.
+	CalibratesTSC bool
+}
+
+// Needs are what a guest asks of its machine.
+type Needs struct {
+	NUMA          bool // it has NUMA nodes
+	ICount        bool // it runs on QEMU's instruction clock
+	CalibratesTSC bool // it calibrates its TSC at boot (TCG, its rate not given)
 }
 
 // Name is the machine type, as -M names it.
@@ -96,12 +107,11 @@ func (m Machine) Name() string {
 	return ""
 }
 
-// MachineFor is the machine a guest boots on: the arch's first that
-// describes NUMA nodes when the guest has them, and suits the instruction
-// clock when the guest runs on it.
-func (a Arch) MachineFor(numa, icount bool) Machine {
+// MachineFor is the machine a guest boots on: the arch's first that has
+// what the guest needs.
+func (a Arch) MachineFor(n Needs) Machine {
 	for _, m := range a.Machines {
-		if (m.NUMA || !numa) && (m.ICount || !icount) {
+		if (m.NUMA || !n.NUMA) && (m.ICount || !n.ICount) && (m.CalibratesTSC || !n.CalibratesTSC) {
 			return m
 		}
 	}
@@ -131,8 +141,11 @@ var all = map[string]Arch{
 			// (bench/boot-ab against q35, boot to the agent, medians): 2
 			// vCPUs 1.52 -> 1.25 s (10 rounds), 16 vCPUs 3.08 -> 3.00 s
 			// (per-round -0.31 s, 6 rounds); 96 vCPUs 25.8 -> 24.1 s (one
-			// boot each). It describes no NUMA nodes, and has no HPET for
-			// noapictimer's ticks under icount.
+			// boot each). It describes no NUMA nodes, and has no HPET: none
+			// for noapictimer's ticks under icount, and none to calibrate
+			// the TSC against (its PIT fails it under TCG, and the guest
+			// then hangs at boot), so TCG guests boot on it only when lab
+			// gives them their TSC rate.
 			// auto-kernel-cmdline=off: the guest finds its virtio-mmio
 			// devices in the ACPI tables, and its command line is the one
 			// lab built and recorded.
@@ -146,7 +159,7 @@ var all = map[string]Arch{
 			// -> 1.73 s).
 			{Args: []string{"-M", "q35,sata=off,smbus=off,i8042=off,vmport=off",
 				"-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"},
-				ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true,
+				ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true, CalibratesTSC: true,
 				// qboot, QEMU's minimal firmware for -kernel, instead of
 				// SeaBIOS: measured here through lab run (QEMU start to the
 				// agent's first record, 4 boots each) 2.31 s -> 1.72 s at 1
@@ -201,7 +214,7 @@ var all = map[string]Arch{
 		// pauth-impdef: QARMA pointer authentication is very slow under TCG.
 		CPU: "max,pauth-impdef=on",
 		// GICv3: the default GICv2 refuses more than 8 vCPUs.
-		Machines:      []Machine{{Args: []string{"-M", "virt,gic-version=3"}, ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true}},
+		Machines:      []Machine{{Args: []string{"-M", "virt,gic-version=3"}, ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true, CalibratesTSC: true}},
 		Console:       "ttyAMA0",
 		MaxCPUs:       256,
 		Clusters:      true,

@@ -23,8 +23,8 @@ func TestTableIsComplete(t *testing.T) {
 				t.Errorf("%s: machine %v has no -M or no bus for the results port", name, m.Args)
 			}
 		}
-		if last := a.Machines[len(a.Machines)-1]; len(a.Machines) > 0 && (!last.NUMA || !last.ICount) {
-			t.Errorf("%s: the last machine, %s, must suit every guest (NUMA and icount)", name, last.Name())
+		if last := a.Machines[len(a.Machines)-1]; len(a.Machines) > 0 && (!last.NUMA || !last.ICount || !last.CalibratesTSC) {
+			t.Errorf("%s: the last machine, %s, must suit every guest (NUMA, icount, TSC calibration)", name, last.Name())
 		}
 		if a.CrossCompile != "" && a.CrossPackage == "" {
 			t.Errorf("%s: a cross-compiler without its Debian package", name)
@@ -39,28 +39,29 @@ func TestTableIsComplete(t *testing.T) {
 	}
 }
 
-// Guests boot on the first machine that suits them: x86_64 guests without
-// NUMA nodes on microvm under the wall clock, on q35 with nodes or under
-// icount; arm64 guests always on virt.
+// Guests boot on the first machine that suits them: x86_64 guests on
+// microvm unless they have NUMA nodes, run under icount or calibrate their
+// TSC (then q35); arm64 guests always on virt.
 func TestMachineFor(t *testing.T) {
 	for _, tc := range []struct {
-		arch         string
-		numa, icount bool
-		want         string
+		arch  string
+		needs Needs
+		want  string
 	}{
-		{"x86_64", false, false, "microvm"},
-		{"x86_64", true, false, "q35"},
-		{"x86_64", false, true, "q35"},
-		{"x86_64", true, true, "q35"},
-		{"arm64", false, false, "virt"},
-		{"arm64", true, true, "virt"},
+		{"x86_64", Needs{}, "microvm"},
+		{"x86_64", Needs{NUMA: true}, "q35"},
+		{"x86_64", Needs{ICount: true}, "q35"},
+		{"x86_64", Needs{CalibratesTSC: true}, "q35"},
+		{"x86_64", Needs{NUMA: true, ICount: true, CalibratesTSC: true}, "q35"},
+		{"arm64", Needs{}, "virt"},
+		{"arm64", Needs{NUMA: true, ICount: true, CalibratesTSC: true}, "virt"},
 	} {
 		a, err := Lookup(tc.arch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := a.MachineFor(tc.numa, tc.icount).Name(); got != tc.want {
-			t.Errorf("%s, NUMA %v, icount %v: %s, want %s", tc.arch, tc.numa, tc.icount, got, tc.want)
+		if got := a.MachineFor(tc.needs).Name(); got != tc.want {
+			t.Errorf("%s, %+v: %s, want %s", tc.arch, tc.needs, got, tc.want)
 		}
 	}
 }

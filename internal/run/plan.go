@@ -104,7 +104,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 				return nil, fmt.Errorf("%s, %s: measure icount needs TCG, and this run uses %s (%s)", a.Name, shape, strings.ToUpper(accel.Name), accel.Reason)
 			}
 			p := ShapePlan{Arch: a, Shape: shape, Accel: accel, Clock: clock, HostTopology: h.Topology,
-				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz, Firmware: h.VM.FirmwarePath(a, vm.MachineFor(a, shape, clock))}
+				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz, Firmware: h.VM.FirmwarePath(a, vm.Config{Arch: a, Shape: shape, Accel: accel, Clock: clock, TSCkHz: h.TSCkHz}.Machine())}
 			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == vm.KVM)
 			p.Pin, p.PinNote = topology.PinPlan(shape, h.Topology, m.Pin)
 			if accel.Name == vm.TCG && clock == vm.ClockICount {

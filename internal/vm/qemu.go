@@ -99,7 +99,7 @@ func (c Config) Cmdline() (string, error) {
 		if c.LPJ > 0 && c.Arch.TSCDelayLoop && c.Clock != ClockICount {
 			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
 		}
-		if c.TSCkHz > 0 && c.Arch.TSCkHzParam != "" && c.Clock != ClockICount {
+		if c.tscRateGiven() {
 			parts = append(parts, fmt.Sprintf("%s=%d", c.Arch.TSCkHzParam, c.TSCkHz))
 		}
 	}
@@ -178,11 +178,18 @@ func (c Config) Args() ([]string, error) {
 	return args, nil
 }
 
-// Machine is the QEMU machine the guest boots on (see MachineFor).
-func (c Config) Machine() arch.Machine { return MachineFor(c.Arch, c.Shape, c.Clock) }
+// tscRateGiven says the guest gets its TSC rate on the command line (TCG
+// under the wall clock, where the guest's TSC is the host's and lab knows
+// its rate), so that it does not calibrate the TSC at boot.
+func (c Config) tscRateGiven() bool {
+	return c.Accel.Name == TCG && c.TSCkHz > 0 && c.Arch.TSCkHzParam != "" && c.Clock != ClockICount
+}
 
-// MachineFor is the machine a guest of this shape and clock boots on: the
-// arch's first that describes its NUMA nodes and suits its clock.
-func MachineFor(a arch.Arch, s topology.Shape, clock string) arch.Machine {
-	return a.MachineFor(len(s.Nodes) > 0, clock == ClockICount)
+// Machine is the QEMU machine the guest boots on: the arch's first that
+// describes its NUMA nodes, suits its clock, and has a timer to calibrate
+// the TSC against when a TCG guest must calibrate it. Plans ask it too,
+// for the machine's firmware, with the fields it reads filled in.
+func (c Config) Machine() arch.Machine {
+	return c.Arch.MachineFor(arch.Needs{NUMA: len(c.Shape.Nodes) > 0, ICount: c.Clock == ClockICount,
+		CalibratesTSC: c.Accel.Name == TCG && !c.tscRateGiven()})
 }

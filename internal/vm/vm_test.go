@@ -75,11 +75,15 @@ func TestArgs(t *testing.T) {
 		absent  []string
 		wantErr string
 	}{
-		{"x86 tcg wall", base(x86, 2, tcg, ClockWall),
+		{"x86 tcg wall", func() Config { c := base(x86, 2, tcg, ClockWall); c.TSCkHz = 2445440; return c }(),
 			[]string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
 				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
 				"-device virtio-serial-device,id=vser", "-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
 			[]string{"-icount", "-global", "q35", "virtio-serial-pci"}, ""},
+		// Without its TSC rate a TCG guest calibrates the TSC, which
+		// microvm has no timer for: q35.
+		{"x86 tcg wall, TSC rate unknown", base(x86, 2, tcg, ClockWall),
+			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-device virtio-serial-pci,id=vser"}, []string{"microvm", "tsc_early_khz"}, ""},
 		{"x86 numa", func() Config {
 			c := base(x86, 2, tcg, ClockWall)
 			c.Shape.Sockets, c.Shape.Cores = 2, 1
@@ -348,7 +352,7 @@ func TestFindFirmware(t *testing.T) {
 // microvm's own default (QEMU's qboot build for it).
 func TestFirmwarePath(t *testing.T) {
 	x86 := mustArch(t, "x86_64")
-	q35, microvm := x86.MachineFor(true, false), x86.MachineFor(false, false)
+	q35, microvm := x86.MachineFor(arch.Needs{NUMA: true}), x86.MachineFor(arch.Needs{})
 	h := Host{Firmware: map[string]string{FirmwareKey(x86, q35): "/q/qboot.rom"}}
 	if got := h.FirmwarePath(x86, q35); got != "/q/qboot.rom" {
 		t.Errorf("q35: %q", got)
