@@ -104,7 +104,11 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 			continue
 		}
 		seen[k] = true
-		ri.QEMU = append(ri.QEMU, fmt.Sprintf("%s, %s: QEMU %s, %s (%s), %s clock", b.Arch, topo, b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Clock))
+		line := fmt.Sprintf("%s, %s: QEMU %s, %s (%s), %s clock", b.Arch, topo, b.Outcome.QEMUVersion, strings.ToUpper(b.Accel.Name), b.Accel.Reason, b.Clock)
+		if b.Outcome.THPOff {
+			line += ", guest RAM without transparent huge pages"
+		}
+		ri.QEMU = append(ri.QEMU, line)
 		ri.Args = append(ri.Args, b.Outcome.QEMU+" "+shellJoin(b.Outcome.Args))
 	}
 	for _, b := range r.Boots {

@@ -45,7 +45,7 @@ func fakeRun() *results.Run {
 		}
 		j := float64(i / 2) // boot-to-boot spread, the same for both variants
 		b := results.Boot{Index: i + 1, Arch: "x86_64", CPUs: 2, Variant: v, Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall,
-			Shape: &shape, Outcome: &vm.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-smp", "2"}, QEMUVersion: "7.2.22"},
+			Shape: &shape, Outcome: &vm.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-smp", "2"}, QEMUVersion: "7.2.22", THPOff: true},
 			Results: []protocol.Result{
 				res("uprobe-nop", 1, (500e3+1e3*j)*k),
 				res("uprobe-nop", 2, (800e3+1e3*j)*k*k),

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
@@ -92,7 +95,8 @@ func TestArgs(t *testing.T) {
 		}(), []string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-device virtio-serial-pci,id=vser"},
 			[]string{"microvm"}, ""},
 		{"arm64 tcg", base(arm, 4, tcg, ClockWall),
-			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1"}, nil, ""},
+			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1", "-device virtio-serial-device,id=vser"},
+			[]string{"virtio-serial-pci"}, ""},
 		{"icount", base(x86, 1, tcg, ClockICount),
 			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1", "-device virtio-serial-pci,id=vser"},
 			[]string{"tcg,thread=multi", "microvm"}, ""},
@@ -362,5 +366,38 @@ func TestFirmwarePath(t *testing.T) {
 	}
 	if got := (Host{}).FirmwarePath(x86, q35); got != "" {
 		t.Errorf("q35 on a QEMU without qboot.rom: %q", got)
+	}
+}
+
+// TestStartWithoutTHP starts a real process the way QEMU is started and
+// reads back, from the child's own /proc status, whether it may use
+// transparent huge pages: off for TCG guests, on otherwise, and lab's own
+// flag left as it was.
+func TestStartWithoutTHP(t *testing.T) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil || !strings.Contains(string(status), "THP_enabled:") {
+		t.Skip("this kernel does not report THP_enabled in /proc/PID/status")
+	}
+	for _, tc := range []struct {
+		noTHP bool
+		want  string
+	}{{true, "THP_enabled:\t0"}, {false, "THP_enabled:\t1"}} {
+		var stderr bytes.Buffer
+		_, exited, thpOff, err := startQEMU("sh", []string{"-c", "grep THP_enabled /proc/self/status >&2"}, &stderr, tc.noTHP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-exited; err != nil {
+			t.Fatalf("noTHP=%v: %v", tc.noTHP, err)
+		}
+		if thpOff != tc.noTHP {
+			t.Errorf("noTHP=%v: reported thpOff=%v", tc.noTHP, thpOff)
+		}
+		if got := strings.TrimSpace(stderr.String()); got != tc.want {
+			t.Errorf("noTHP=%v: child says %q, want %q", tc.noTHP, got, tc.want)
+		}
+		if v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0); err != nil || v != 0 {
+			t.Errorf("noTHP=%v: lab's own THP-disable flag is %d (%v) afterwards, want 0", tc.noTHP, v, err)
+		}
 	}
 }
