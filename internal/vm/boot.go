@@ -68,16 +68,11 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	if progress == nil {
 		progress = func(string) {}
 	}
-	args, err := c.Args()
+	args, err := c.prepare()
 	if err != nil {
-		return nil, infra("QEMU command line", err)
-	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return nil, infra("boot directory", err)
+		return nil, err
 	}
 	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
-	os.Remove(c.QMPPath)
-	os.Remove(c.ResultsPath())
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	quiet := deadline
@@ -144,6 +139,22 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		out.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	return out, c.finished(out, exitErr, stderr.String())
+}
+
+// prepare returns QEMU's arguments and readies the boot directory: no QMP
+// socket or results file of an earlier boot is left to be mistaken for
+// this one's.
+func (c Config) prepare() ([]string, error) {
+	args, err := c.Args()
+	if err != nil {
+		return nil, infra("QEMU command line", err)
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, infra("boot directory", err)
+	}
+	os.Remove(c.QMPPath)
+	os.Remove(c.ResultsPath())
+	return args, nil
 }
 
 // startQEMU starts QEMU in its own process group (a Ctrl-C reaches lab,
