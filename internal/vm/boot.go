@@ -176,13 +176,15 @@ func startQEMU(qemu string, args []string, stderr *bytes.Buffer, noTHP bool) (cm
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// The flag is the process's, inherited by a child and kept across
-	// exec: it is set only while this QEMU starts.
+	// exec: it is set only while this QEMU starts, then put back as it was
+	// (lab may itself have inherited it set).
 	thpMu.Lock()
+	was, _ := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
 	if noTHP {
-		thpOff = unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) == nil
+		thpOff = was == 1 || unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) == nil
 	}
 	err = cmd.Start()
-	if thpOff {
+	if noTHP && was == 0 {
 		unix.Prctl(unix.PR_SET_THP_DISABLE, 0, 0, 0, 0)
 	}
 	thpMu.Unlock()

@@ -378,6 +378,9 @@ func TestStartWithoutTHP(t *testing.T) {
 	if err != nil || !strings.Contains(string(status), "THP_enabled:") {
 		t.Skip("this kernel does not report THP_enabled in /proc/PID/status")
 	}
+	if v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0); err != nil || v != 0 {
+		t.Skip("the test process itself runs without transparent huge pages")
+	}
 	for _, tc := range []struct {
 		noTHP bool
 		want  string
