@@ -76,6 +76,9 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+string(v)+" of this run"), runInfo(b, dirB, "patched column: "+string(v)+" of this run")}
 	d.Tables = tables(boots, topoKey, false)
 	d.Caveats = caveats(d.Tables)
+	if diff := a.Source.Differs(b.Source); diff != "" {
+		d.Caveats = append([]string{diff}, d.Caveats...)
+	}
 	if a.Lab != b.Lab {
 		d.Caveats = append([]string{fmt.Sprintf("two different labs (%s and %s): their kernels, series and benchmarks may differ", a.Lab, b.Lab)}, d.Caveats...)
 	}

@@ -243,6 +243,13 @@ func Text(d *Document, color bool) string {
 	for _, v := range views {
 		b.WriteString(v.Headline + "\n")
 	}
+	// Two runs set against each other may differ in more than the series
+	// (the source's point release, the lab): say so before any figure.
+	if d.Compare {
+		for _, c := range d.Caveats {
+			b.WriteString("caveat: " + c + "\n")
+		}
+	}
 	if len(d.Claims) > 0 {
 		b.WriteString(ClaimsLine(d.Claims) + "\n")
 		for _, c := range d.Claims {

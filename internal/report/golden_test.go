@@ -140,6 +140,7 @@ func TestClaimsVerdicts(t *testing.T) {
 func TestCompareRuns(t *testing.T) {
 	a, b := fakeRun(), fakeRun()
 	b.RunID = "20260102-000000"
+	b.Source.Version, b.Source.ID = "6.12.999", "tarball-other"
 	for i := range b.Boots {
 		b.Boots[i].Accel.Name = vm.KVM
 		for j := range b.Boots[i].Results {
@@ -151,6 +152,9 @@ func TestCompareRuns(t *testing.T) {
 	d := BuildCompare(a, b, "A", "B", variant.Patched, "test")
 	if len(d.Tables) != 1 || len(d.Runs) != 2 {
 		t.Fatalf("%d tables, %d runs", len(d.Tables), len(d.Runs))
+	}
+	if len(d.Caveats) == 0 || !strings.Contains(d.Caveats[0], "Linux 6.12.117 against Linux 6.12.999") {
+		t.Errorf("caveats %q: the two runs' point releases differ and the report must say so first", d.Caveats)
 	}
 	tb := d.Tables[0]
 	if tb.Shape.Accel.Baseline != vm.TCG || tb.Shape.Accel.Patched != vm.KVM {

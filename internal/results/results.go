@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"lab/initramfs/protocol"
@@ -73,6 +74,24 @@ type Source struct {
 	Version string `json:"kernel_version"`
 	Commit  string `json:"base_commit"`
 }
+
+// Differs says how two runs' kernel sources differ, or "" when they are the
+// same source. Debian moves linux-source-6.12's point release under every
+// user: a change between runs built from 6.12.117 and 6.12.118 may be
+// Debian's update, not the series, and whoever compares them must be told.
+func (s Source) Differs(o Source) string {
+	switch {
+	case s.Version != o.Version:
+		return fmt.Sprintf("different kernel versions: Linux %s against Linux %s (%s; %s): a difference between them may be the source's update, not the series", s.Version, o.Version, s.Desc, o.Desc)
+	case s.ID != o.ID:
+		return fmt.Sprintf("different kernel sources of the same version, Linux %s (%s; %s): a difference between them may be the source, not the series", s.Version, s.Desc, o.Desc)
+	case s.Commit != o.Commit && strings.HasPrefix(s.ID, "git-"):
+		return fmt.Sprintf("different base commits of one git tree, %s against %s (Linux %s): a difference between them may be the commits between, not the series", shortHash(s.Commit), shortHash(o.Commit), s.Version)
+	}
+	return ""
+}
+
+func shortHash(h string) string { return h[:min(12, len(h))] }
 
 // Series is the series under test.
 type Series struct {

@@ -78,3 +78,29 @@ func TestLoadSchemas(t *testing.T) {
 		t.Errorf("another tool's JSON: %v", err)
 	}
 }
+
+func TestSourceDiffers(t *testing.T) {
+	deb := func(v, id string) Source {
+		return Source{Desc: "Debian linux-source-6.12 " + v + "-1~deb12u1", ID: id, Version: v, Commit: "c1"}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b Source
+		want string // a word the message must hold; "" for none
+	}{
+		{"same tarball", deb("6.12.117", "tarball-aaa"), deb("6.12.117", "tarball-aaa"), ""},
+		{"Debian's point release moved", deb("6.12.117", "tarball-aaa"), deb("6.12.118", "tarball-bbb"), "Linux 6.12.117 against Linux 6.12.118"},
+		{"same version, rebuilt tarball", deb("6.12.118", "tarball-aaa"), deb("6.12.118", "tarball-bbb"), "same version"},
+		{"one git tree, two bases", Source{ID: "git-1", Version: "6.12.0", Commit: "0123456789abcdef"}, Source{ID: "git-1", Version: "6.12.0", Commit: "fedcba9876543210"}, "0123456789ab against fedcba987654"},
+		// A tarball's import commit carries the time of extraction: two
+		// caches of one tarball have two commits for the same files.
+		{"one tarball, two caches", Source{ID: "tarball-a", Version: "6.12.1", Commit: "c1"}, Source{ID: "tarball-a", Version: "6.12.1", Commit: "c2"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.a.Differs(tc.b)
+			if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Differs = %q, want one holding %q", got, tc.want)
+			}
+		})
+	}
+}

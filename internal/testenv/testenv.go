@@ -109,3 +109,29 @@ func WriteLab(t testing.TB, root, name, text string) string {
 	}
 	return p
 }
+
+// DebianKernelVersion is the upstream kernel version of the installed Debian
+// package pkg ("6.12.118" for linux-source-6.12 6.12.118-1~deb12u1): what a
+// tree extracted from its tarball must call itself. Tests read it rather than
+// pin a point release, which Debian moves under every machine.
+func DebianKernelVersion(t testing.TB, pkg string) string {
+	t.Helper()
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	if err != nil {
+		t.Fatalf("dpkg-query %s: %v (is it installed? ./scripts/install-deps)", pkg, err)
+	}
+	return UpstreamVersion(string(out))
+}
+
+// UpstreamVersion is a Debian package version without its epoch and Debian
+// revision: "1:6.12.118-1~deb12u1" is "6.12.118".
+func UpstreamVersion(debian string) string {
+	v := strings.TrimSpace(debian)
+	if i := strings.Index(v, ":"); i >= 0 {
+		v = v[i+1:]
+	}
+	if i := strings.LastIndex(v, "-"); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}

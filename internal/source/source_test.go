@@ -1,0 +1,130 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/internal/series"
+	"lab/internal/spec"
+)
+
+// fakeTarball writes a tiny linux-source tarball whose Makefile says
+// version, with one C file whose body is given, and returns its path.
+func fakeTarball(t *testing.T, version, body string) string {
+	t.Helper()
+	parts := strings.SplitN(version, ".", 3)
+	top := t.TempDir()
+	root := filepath.Join(top, "linux-source-6.12")
+	if err := os.MkdirAll(filepath.Join(root, "kernel", "events"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	makefile := "VERSION = " + parts[0] + "\nPATCHLEVEL = " + parts[1] + "\nSUBLEVEL = " + parts[2] +
+		"\nEXTRAVERSION =\nkernelversion:\n\t@echo $(VERSION).$(PATCHLEVEL).$(SUBLEVEL)$(EXTRAVERSION)\n"
+	os.WriteFile(filepath.Join(root, "Makefile"), []byte(makefile), 0o644)
+	os.WriteFile(filepath.Join(root, "kernel", "events", "uprobes.c"), []byte(body), 0o644)
+	tarball := filepath.Join(t.TempDir(), "linux-source-6.12.tar.xz")
+	if out, err := exec.Command("tar", "-cJf", tarball, "-C", top, "linux-source-6.12").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	return tarball
+}
+
+// lockless is a series, made with git format-patch, that turns the rwlock
+// lookup into the lockless one: Debian's tarball ships its result, so lab
+// runs it in revert mode.
+func lockless(t *testing.T) *series.Series {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	file := filepath.Join(dir, "kernel", "events", "uprobes.c")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	git("init", "-q")
+	os.WriteFile(file, []byte(lockedBody), 0o644)
+	git("add", ".")
+	git("commit", "-qm", "base")
+	os.WriteFile(file, []byte(locklessBody), 0o644)
+	git("commit", "-qam", "uprobes: lockless lookup")
+	out := filepath.Join(t.TempDir(), "uprobe-srcu")
+	git("format-patch", "-q", "-1", "-o", out)
+	s, err := series.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const (
+	lockedBody   = "static struct uprobe *find_uprobe(void)\n{\n\tread_lock(&uprobes_treelock);\n\treturn __find_uprobe();\n}\n"
+	locklessBody = "static struct uprobe *find_uprobe(void)\n{\n\treturn __find_uprobe_rcu();\n}\n"
+)
+
+// TestTarballOfAnyPointRelease prepares Debian-like tarballs of point
+// releases lab has never seen: nothing may assume the one that was current
+// when lab was written. The version comes from the tree's own Makefile.
+func TestTarballOfAnyPointRelease(t *testing.T) {
+	ctx := context.Background()
+	ser := lockless(t)
+	for _, version := range []string{"6.12.999", "6.12.0", "6.13.1"} {
+		t.Run(version, func(t *testing.T) {
+			tarball := fakeTarball(t, version, locklessBody)
+			tree, err := Prepare(ctx, spec.Source{Tarball: tarball}, t.TempDir(), t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Close()
+			if tree.Version != version {
+				t.Errorf("version %q, want %q (from the Makefile)", tree.Version, version)
+			}
+			sum, _ := fileSHA256(tarball)
+			if !strings.Contains(tree.Desc, sum) || tree.ID != "tarball-"+sum[:12] {
+				t.Errorf("desc %q, id %q: want the tarball's sha256 %s", tree.Desc, tree.ID, sum)
+			}
+			pair, err := tree.Variants(ctx, ser, spec.ModeRevert)
+			if err != nil {
+				t.Fatalf("revert on %s: %v", version, err)
+			}
+			if pair.Patched != tree.BaseHash || pair.Baseline == tree.BaseHash {
+				t.Errorf("revert mode: %+v, base %s", pair, tree.BaseHash)
+			}
+		})
+	}
+}
+
+// TestSeriesThatStopsApplyingOnANewPointRelease: a Debian update that
+// changes the lines a series touches makes the series fail with the patch,
+// the file and the hunk named, before anything is built.
+func TestSeriesThatStopsApplyingOnANewPointRelease(t *testing.T) {
+	ctx := context.Background()
+	ser := lockless(t)
+	moved := strings.Replace(locklessBody, "__find_uprobe_rcu()", "__find_uprobe_rcu(true)", 1)
+	tree, err := Prepare(ctx, spec.Source{Tarball: fakeTarball(t, "6.12.999", moved)}, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	_, err = tree.Variants(ctx, ser, spec.ModeRevert)
+	var ae *series.ApplyError
+	if !errors.As(err, &ae) {
+		t.Fatalf("want an ApplyError, got %v", err)
+	}
+	for _, want := range []string{"0001-uprobes-lockless-lookup.patch", "kernel/events/uprobes.c", "@@"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q:\n%v", want, err)
+		}
+	}
+	if head, _ := tree.git.Output(ctx, "rev-parse", "HEAD"); head != tree.BaseHash {
+		t.Errorf("tree left at %s after a failed revert, want the base %s", head, tree.BaseHash)
+	}
+}
