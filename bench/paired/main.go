@@ -24,10 +24,10 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 func main() {
@@ -41,7 +41,7 @@ func main() {
 }
 
 // verdicts are one row's judgements.
-type verdict struct {
+type judgement struct {
 	unpaired, paired stats.Change
 }
 
@@ -133,7 +133,7 @@ func measure(path string) ([]line, error) {
 }
 
 // add counts one row.
-func (l *line) add(v verdict, ref string) {
+func (l *line) add(v judgement, ref string) {
 	u, p := v.unpaired.Verdict, v.paired.Verdict
 	l.rows++
 	if ref != stats.Same {
@@ -210,16 +210,16 @@ func firstRounds(r *results.Run, n int) *results.Run {
 type rowKey struct{ clock, row string }
 
 // judge gives every non-control row of every table both verdicts.
-func judge(r *results.Run) map[rowKey]verdict {
-	out := map[rowKey]verdict{}
-	for _, t := range report.Tables(r) {
+func judge(r *results.Run) map[rowKey]judgement {
+	out := map[rowKey]judgement{}
+	for _, t := range verdict.Tables(r) {
 		clock := t.Shape.Clock.Get(variant.Baseline)
 		for _, row := range t.AllRows() {
 			if row.Control {
 				continue
 			}
-			base, pat := report.PairUp(row.Variants)
-			out[rowKey{clock, tableName(t) + " " + row.Label()}] = verdict{
+			base, pat := verdict.PairUp(row.Variants)
+			out[rowKey{clock, tableName(t) + " " + row.Label()}] = judgement{
 				unpaired: stats.Compare(row.Variants.Baseline.Values, row.Variants.Patched.Values, t.FloorPct),
 				paired:   stats.ComparePaired(base, pat, t.FloorPct),
 			}
@@ -228,7 +228,7 @@ func judge(r *results.Run) map[rowKey]verdict {
 	return out
 }
 
-func tableName(t report.Table) string { return t.Shape.Arch + " " + t.Shape.Topology }
+func tableName(t verdict.Table) string { return t.Shape.Arch + " " + t.Shape.Topology }
 
 // reference is each row's real effect (faster, slower, or ~): under icount
 // a change beyond the table's floor at full n, under the wall clock the

@@ -23,7 +23,6 @@ import (
 	"lab/internal/kbuild"
 	"lab/internal/kconfig"
 	"lab/internal/progress"
-	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/series"
@@ -31,6 +30,7 @@ import (
 	"lab/internal/spec"
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/version"
 	"lab/internal/vm"
 )
@@ -154,14 +154,14 @@ func figureOf(opt Options, lab *spec.Lab, p run.ShapePlan) (*results.Figure, str
 			for _, q := range producers {
 				if n == q && (!c.Scaling || n > 1) {
 					return &results.Figure{Benchmark: c.Benchmark, Producers: n, Scaling: c.Scaling},
-						fmt.Sprintf("claim %d: %s", opt.Claim, report.ClaimText(c)), nil
+						fmt.Sprintf("claim %d: %s", opt.Claim, verdict.ClaimText(c)), nil
 				}
 			}
 		}
 		if len(c.Producers) == 0 && !c.Scaling {
-			return &results.Figure{Benchmark: c.Benchmark, Producers: producers[0]}, fmt.Sprintf("claim %d: %s", opt.Claim, report.ClaimText(c)), nil
+			return &results.Figure{Benchmark: c.Benchmark, Producers: producers[0]}, fmt.Sprintf("claim %d: %s", opt.Claim, verdict.ClaimText(c)), nil
 		}
-		return nil, "", fmt.Errorf("--claim %d (%s): this shape (%s) runs none of its producer counts %v", opt.Claim, report.ClaimText(c), p.Shape, c.Producers)
+		return nil, "", fmt.Errorf("--claim %d (%s): this shape (%s) runs none of its producer counts %v", opt.Claim, verdict.ClaimText(c), p.Shape, c.Producers)
 	}
 	return nil, "", nil
 }
@@ -656,15 +656,15 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	if stop >= 0 {
 		return fmt.Errorf("measure the ends to choose a figure: %w", errs[stop])
 	}
-	tables := report.Tables(&results.Run{Boots: ends})
+	tables := verdict.Tables(&results.Run{Boots: ends})
 	if len(tables) == 0 {
 		return fmt.Errorf("the ends delivered no figures")
 	}
-	var best *report.Row
-	for _, rows := range [][]report.Row{tables[0].Rows, tables[0].Scaling} {
+	var best *verdict.Row
+	for _, rows := range [][]verdict.Row{tables[0].Rows, tables[0].Scaling} {
 		for i := range rows {
 			r := &rows[i]
-			if r.Control || r.Change.NoData || r.Metric == report.MetricVsFree {
+			if r.Control || r.Change.NoData || r.Metric == verdict.MetricVsFree {
 				continue
 			}
 			if best == nil || (r.Change.Verdict != stats.Same && best.Change.Verdict == stats.Same) ||
@@ -676,7 +676,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	if best == nil {
 		return fmt.Errorf("the ends share no benchmark to follow")
 	}
-	f := results.Figure{Benchmark: best.Benchmark, Producers: best.Producers, Scaling: best.Metric == report.MetricScaling}
+	f := results.Figure{Benchmark: best.Benchmark, Producers: best.Producers, Scaling: best.Metric == verdict.MetricScaling}
 	why := fmt.Sprintf("the row that changed most between the ends: %+.3f %% [%+.3f, %+.3f], p = %.3f", best.Change.Pct, best.Change.Lo, best.Change.Hi, best.Change.P)
 	b.logf("following %s: %s", f, why)
 	b.follow(f, why)
@@ -695,7 +695,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	return nil
 }
 
-func sameness(r *report.Row) bool { return r.Change.Verdict == stats.Same }
+func sameness(r *verdict.Row) bool { return r.Change.Verdict == stats.Same }
 
 // record copies the search's answer into the run's record.
 func (b *bisector) record(res *Result) {

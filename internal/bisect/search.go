@@ -13,6 +13,8 @@ import (
 	"sort"
 
 	"lab/internal/stats"
+	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 // Obs is one boot of one step: the figure followed, and the controls'
@@ -120,7 +122,7 @@ type Result struct {
 	Steps    []Step
 	Change   stats.Change // bad end against good end
 	FloorPct float64      // icount: the smallest change the controls let us resolve
-	LikePct  float64      // icount: a step this near an end is like it (likePct)
+	LikePct  float64      // icount: a step this near an end is like it (verdict.LikeEndPct)
 	Own      stats.Change // the culprit step against the step before it
 	Explains float64      // the culprit's own change over the whole change
 	Notes    []string
@@ -405,11 +407,9 @@ func (s *search) ends(ctx context.Context) error {
 	s.res.Change = stats.Compare(good.Values(), bad.Values(), s.res.FloorPct)
 	differ := s.res.Change.Verdict != stats.Same
 	if s.mode.ICount {
-		// p cannot reach 0.05 with 2 boots a side; under icount the
-		// controls' floor decides, as in lab run's icount tables.
-		differ = math.Abs(s.res.Change.Pct) > 2*s.res.FloorPct
+		differ = verdict.ICountEndsDiffer(s.res.Change.Pct, s.res.FloorPct)
 	}
-	s.res.LikePct = likePct(s.res.FloorPct, s.res.Change.Pct)
+	s.res.LikePct = verdict.LikeEndPct(s.res.FloorPct, s.res.Change.Pct)
 	if !differ {
 		s.res.Outcome = NoChange
 		s.note(fmt.Sprintf("the ends do not differ: %+.3f %% [%+.3f, %+.3f], p = %.3f; nothing to bisect",
@@ -426,51 +426,28 @@ func endName(k, n int) string {
 }
 
 // floor is the smallest change, in percent, this bisect resolves under
-// icount: three times the largest relative spread or change of the ends'
-// controls (as lab run's icount tables), and three times the followed
-// figure's own spread at either end (short or cold samples repeat less
-// well than 0.01 %), at least 0.01 %; 0 under the wall clock, where the U
-// test decides.
+// icount (verdict.ICountFloor over the ends' controls and the followed
+// figure at each end); 0 under the wall clock, where the U test decides.
 func (s *search) floor() float64 {
 	if !s.mode.ICount {
 		return 0
 	}
-	floor := 0.01
 	good, bad := s.res.Steps[0].Obs, s.res.Steps[s.n].Obs
-	for _, end := range []Step{s.res.Steps[0], s.res.Steps[s.n]} {
-		floor = math.Max(floor, 3*100*stats.Summarize(end.Values()).CV())
-	}
 	names := map[string]bool{}
 	for _, o := range append(append([]Obs(nil), good...), bad...) {
 		for c := range o.Controls {
 			names[c] = true
 		}
 	}
+	var controls []variant.Pair[stats.Summary]
 	for c := range names {
 		g, b := controlValues(good, c), controlValues(bad, c)
 		if len(g) == 0 || len(b) == 0 {
 			continue
 		}
-		gs, bs := stats.Summarize(g), stats.Summarize(b)
-		change := (bs.Mean/gs.Mean - 1) * 100
-		floor = math.Max(floor, 3*math.Max(math.Abs(change), 100*math.Max(gs.CV(), bs.CV())))
+		controls = append(controls, variant.Pair[stats.Summary]{Baseline: stats.Summarize(g), Patched: stats.Summarize(b)})
 	}
-	return floor
-}
-
-// endShare is the part of the ends' change within which an icount step is
-// judged like an end. Under icount the uprobe rows of one kernel take one of
-// two levels about 0.06 % apart from boot to boot, beyond the controls'
-// floor (seen in TestParallelICountAgreesWithSerial), and a kernel that
-// differs only in a string in init/main.c measured 0.06 % off its parent.
-// A step 0.06 % of an 18 % change away from the bad end is the bad end, not
-// a step that is "neither"; one 10-90 % of the way is neither.
-const endShare = 0.1
-
-// likePct is how near an end (in percent) an icount step must be to be
-// judged like it.
-func likePct(floorPct, changePct float64) float64 {
-	return math.Max(floorPct, endShare*math.Abs(changePct))
+	return verdict.ICountFloor(controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
 }
 
 func controlValues(obs []Obs, name string) []float64 {

@@ -12,10 +12,10 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/kbuild"
-	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/spec"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/vm"
 )
 
@@ -182,7 +182,7 @@ func TestMergeIsTheUnion(t *testing.T) {
 					t.Errorf("boot %d console: %q %v", b.Index, data, err)
 				}
 			}
-			tables := report.Tables(back)
+			tables := verdict.Tables(back)
 			if len(tables) != 1 || tables[0].Boots.Baseline != tc.pairs || tables[0].Boots.Patched != tc.pairs {
 				t.Fatalf("tables %+v", tables)
 			}

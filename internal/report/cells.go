@@ -8,6 +8,7 @@ import (
 
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 // View is one table laid out for every format at once: the headline that
@@ -15,7 +16,7 @@ import (
 // by one row scaler. Markdown, HTML, the terminal and the 80-column text
 // only choose which of these strings to show where.
 type View struct {
-	Table    Table
+	Table    verdict.Table
 	Header   string
 	Headline string
 	// Sides are the variants that have boots; Compared: both have, so the
@@ -32,7 +33,7 @@ type View struct {
 
 // Cells are one row's figures, formatted once for every format.
 type Cells struct {
-	Row       Row
+	Row       verdict.Row
 	Name      string // "uprobe-nop", "uprobe-nop p2/p1"
 	Producers string // "1"
 	// Short and ShortProducers name the row in two narrow columns:
@@ -61,7 +62,7 @@ func Views(d *Document) []View {
 	return out
 }
 
-func view(lab string, t Table) View {
+func view(lab string, t verdict.Table) View {
 	v := View{Table: t, Header: Header(lab, t), Headline: Headline(t), Notes: Notes(t)}
 	for _, side := range variant.Both {
 		if t.Boots.Get(side) > 0 {
@@ -88,7 +89,7 @@ func view(lab string, t Table) View {
 
 // digitsFor is how many decimals a table's rates need: icount repeats to
 // about 0.01 %.
-func digitsFor(t Table) int {
+func digitsFor(t verdict.Table) int {
 	if t.Shape.ICount() {
 		return 5
 	}
@@ -97,14 +98,14 @@ func digitsFor(t Table) int {
 
 // rowScale is how a row's values are shown: rates in M/s at the table's
 // digits, ratios as they are at three.
-func rowScale(r Row, digits int) (scale float64, d int) {
-	if r.Metric != MetricRate {
+func rowScale(r verdict.Row, digits int) (scale float64, d int) {
+	if r.Metric != verdict.MetricRate {
 		return 1, 3
 	}
 	return 1e6, digits
 }
 
-func cellsOf(r Row, digits int) Cells {
+func cellsOf(r verdict.Row, digits int) Cells {
 	scale, d := rowScale(r, digits)
 	c := Cells{Row: r, Name: r.Name(), Producers: fmt.Sprint(r.Producers),
 		Delta: deltaCI(r, d+2), DeltaTerminal: deltaCI(r, digits), DeltaShort: pct(r, d),
@@ -115,7 +116,7 @@ func cellsOf(r Row, digits int) Cells {
 		c.MeanSD.Set(side, meanSD(s, scale, d))
 		c.Median.Set(side, medianCI(s, scale, d))
 		c.Value.Set(side, num(s, scale, d))
-		if r.Metric == MetricRate {
+		if r.Metric == verdict.MetricRate {
 			c.Terminal.Set(side, perProd(s, r.Producers, digits))
 		} else {
 			c.Terminal.Set(side, ratioCell(s))
@@ -135,8 +136,8 @@ func cellsOf(r Row, digits int) Cells {
 // what confidence, in the style of the kernel test robot's "noticed a
 // -4.7% regression of will-it-scale.per_process_ops": the rates first, then
 // the within-boot ratios, then the controls.
-func Headline(t Table) string {
-	name := tableName(t)
+func Headline(t verdict.Table) string {
+	name := t.Name()
 	b, p := t.Boots.Baseline, t.Boots.Patched
 	if b == 0 || p == 0 {
 		return fmt.Sprintf("%s: %d baseline and %d patched boots delivered: nothing to compare.", name, b, p)
@@ -145,7 +146,7 @@ func Headline(t Table) string {
 	if t.Shape.ICount() {
 		d = 3
 	}
-	figure := func(r Row) string {
+	figure := func(r verdict.Row) string {
 		c := r.Change
 		if r.Variants.Baseline.N < 2 || r.Variants.Patched.N < 2 {
 			return fmt.Sprintf("%s %+.*f %%", r.Label(), d, c.Pct) // one boot a side: no interval, no test
@@ -167,7 +168,7 @@ func Headline(t Table) string {
 		s = fmt.Sprintf("%s: no rate changed significantly (%d+%d boots), but within-boot ratios did: %s: %s.",
 			name, b, p, tally(movedRatios, len(ratios), "ratios"), top(movedRatios, figure))
 	default:
-		all := append(append([]Row(nil), rates...), ratios...)
+		all := append(append([]verdict.Row(nil), rates...), ratios...)
 		byEffect(all)
 		if minN := stats.MinN(); b < minN || p < minN {
 			return fmt.Sprintf("%s: with %d+%d boots no change can be significant (%d per variant needed); the largest seen was %s.",
@@ -189,7 +190,7 @@ func Headline(t Table) string {
 
 // judged returns the rows other than controls that have figures on both
 // sides, and those of them that changed significantly, largest first.
-func judged(rows []Row) (all, moved []Row) {
+func judged(rows []verdict.Row) (all, moved []verdict.Row) {
 	for _, r := range rows {
 		if r.Control || r.Change.NoData {
 			continue
@@ -203,13 +204,13 @@ func judged(rows []Row) (all, moved []Row) {
 	return all, moved
 }
 
-func byEffect(rs []Row) {
+func byEffect(rs []verdict.Row) {
 	sort.SliceStable(rs, func(i, j int) bool { return math.Abs(rs[i].Change.Pct) > math.Abs(rs[j].Change.Pct) })
 }
 
 // tally says "faster in 6 of 6 benchmarks", or "faster in 2 and slower in 1
 // of 8 ratios".
-func tally(moved []Row, of int, what string) string {
+func tally(moved []verdict.Row, of int, what string) string {
 	var faster, slower int
 	for _, r := range moved {
 		if r.Change.Verdict == stats.Faster {
@@ -229,7 +230,7 @@ func tally(moved []Row, of int, what string) string {
 }
 
 // top shows the three largest changes and counts the rest.
-func top(moved []Row, figure func(Row) string) string {
+func top(moved []verdict.Row, figure func(verdict.Row) string) string {
 	var shown []string
 	for i, r := range moved {
 		if i == 3 {
@@ -242,7 +243,7 @@ func top(moved []Row, figure func(Row) string) string {
 }
 
 // ClaimsLine sums the claims up: "claims: 5 reproduced, 1 not shown (of 6)".
-func ClaimsLine(claims []ClaimResult) string {
+func ClaimsLine(claims []verdict.ClaimResult) string {
 	if len(claims) == 0 {
 		return ""
 	}
@@ -251,7 +252,7 @@ func ClaimsLine(claims []ClaimResult) string {
 		count[c.Verdict]++
 	}
 	var parts []string
-	for _, v := range []string{Reproduced, Contradicts, NotShown, NotMeasured} {
+	for _, v := range []string{verdict.Reproduced, verdict.Contradicts, verdict.NotShown, verdict.NotMeasured} {
 		if count[v] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[v], v))
 		}
@@ -283,7 +284,7 @@ func decimals(v float64, digits int) int {
 	return max(digits, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
 }
 
-func meanSD(s Summary, scale float64, digits int) string {
+func meanSD(s verdict.Summary, scale float64, digits int) string {
 	if s.N == 0 {
 		return "–"
 	}
@@ -294,7 +295,7 @@ func meanSD(s Summary, scale float64, digits int) string {
 	return fmt.Sprintf("%.*f ± %.*f (n=%d)", d, s.Mean/scale, d, s.Stddev/scale, s.N)
 }
 
-func medianCI(s Summary, scale float64, digits int) string {
+func medianCI(s verdict.Summary, scale float64, digits int) string {
 	if s.N == 0 {
 		return "–"
 	}
@@ -305,7 +306,7 @@ func medianCI(s Summary, scale float64, digits int) string {
 	return fmt.Sprintf("%.*f [%.*f, %.*f]", d, s.Median/scale, d, s.Lo/scale, d, s.Hi/scale)
 }
 
-func num(s Summary, scale float64, digits int) string {
+func num(s verdict.Summary, scale float64, digits int) string {
 	if s.N == 0 {
 		return "–"
 	}
@@ -329,14 +330,14 @@ func pMarked(c stats.Change) string {
 	return fmt.Sprintf("%.3f  ", c.P)
 }
 
-func pct(r Row, digits int) string {
+func pct(r verdict.Row, digits int) string {
 	if r.Change.NoData {
 		return "–"
 	}
 	return fmt.Sprintf("%+.*f%%", digits-2, r.Change.Pct)
 }
 
-func deltaCI(r Row, digits int) string {
+func deltaCI(r verdict.Row, digits int) string {
 	base, pat := r.Variants.Baseline, r.Variants.Patched
 	if base.N == 0 || pat.N == 0 || base.Mean == 0 {
 		return "–"
@@ -348,7 +349,7 @@ func deltaCI(r Row, digits int) string {
 	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f]", d, r.Change.Pct, d, r.Change.Lo, d, r.Change.Hi)
 }
 
-func ratioCell(s Summary) string {
+func ratioCell(s verdict.Summary) string {
 	if s.N == 0 {
 		return "–"
 	}
@@ -359,7 +360,7 @@ func ratioCell(s Summary) string {
 	return fmt.Sprintf("%.*f ± %.*f", d, s.Mean, d, s.Stddev)
 }
 
-func perProd(s Summary, producers, digits int) string {
+func perProd(s verdict.Summary, producers, digits int) string {
 	if s.N == 0 {
 		return "–"
 	}
@@ -385,13 +386,13 @@ func sig(v float64, digits int) string {
 }
 
 // shortRow names a row in two short columns: "uprobe-nop scaling", "2/1".
-func shortRow(r Row) (name, producers string) {
+func shortRow(r verdict.Row) (name, producers string) {
 	switch r.Metric {
-	case MetricScaling:
+	case verdict.MetricScaling:
 		return r.Bench() + " scaling", fmt.Sprintf("%d/1", r.Producers)
-	case MetricVsFree:
+	case verdict.MetricVsFree:
 		return r.Bench() + " ÷free", fmt.Sprint(r.Producers)
-	case MetricVsBench:
+	case verdict.MetricVsBench:
 		return r.Benchmark + " agent÷bench", fmt.Sprint(r.Producers)
 	}
 	return r.Bench(), fmt.Sprint(r.Producers)

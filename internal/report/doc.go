@@ -7,18 +7,19 @@ import (
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 // Document is everything a report shows, built from results.json alone.
 type Document struct {
-	Title     string        `json:"title"`
-	Lab       string        `json:"lab"`
-	Compare   bool          `json:"compare,omitempty"` // baseline and patched come from two runs
-	Runs      []RunInfo     `json:"runs"`
-	Tables    []Table       `json:"tables"`
-	Claims    []ClaimResult `json:"claims,omitempty"`
-	Caveats   []string      `json:"caveats,omitempty"`
-	Generator string        `json:"generator"` // lab version that wrote the report
+	Title     string                `json:"title"`
+	Lab       string                `json:"lab"`
+	Compare   bool                  `json:"compare,omitempty"` // baseline and patched come from two runs
+	Runs      []RunInfo             `json:"runs"`
+	Tables    []verdict.Table       `json:"tables"`
+	Claims    []verdict.ClaimResult `json:"claims,omitempty"`
+	Caveats   []string              `json:"caveats,omitempty"`
+	Generator string                `json:"generator"` // lab version that wrote the report
 }
 
 // RunInfo is one run's provenance and reproducer.
@@ -43,8 +44,8 @@ type RunInfo struct {
 func Build(r *results.Run, dir, generator string) *Document {
 	d := &Document{Title: r.Lab, Lab: r.Lab, Generator: generator}
 	d.Runs = []RunInfo{runInfo(r, dir, "baseline and patched")}
-	d.Tables = Tables(r)
-	d.Claims = CheckClaims(r.Claims, d.Tables)
+	d.Tables = verdict.Tables(r)
+	d.Claims = verdict.CheckClaims(r.Claims, d.Tables)
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
 	return d
 }
@@ -74,7 +75,7 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 	}
 	d := &Document{Title: title, Lab: lab, Compare: true, Generator: generator}
 	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+string(v)+" of this run"), runInfo(b, dirB, "patched column: "+string(v)+" of this run")}
-	d.Tables = tables(boots, topoKey, false)
+	d.Tables = verdict.Across(boots)
 	d.Caveats = caveats(d.Tables)
 	if diff := a.Source.Differs(b.Source); diff != "" {
 		d.Caveats = append([]string{diff}, d.Caveats...)
@@ -101,7 +102,7 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		if b.Outcome == nil {
 			continue
 		}
-		topo := topoKey(b).topology
+		topo := verdict.Topology(b)
 		k := fmt.Sprintf("%s %s", b.Arch, topo)
 		if seen[k] {
 			continue
@@ -136,7 +137,7 @@ func Reproducer(r *results.Run) string {
 	return fmt.Sprintf("git checkout %s && go build -o lab ./cmd/lab && %s", v, cmd)
 }
 
-func caveats(tables []Table) []string {
+func caveats(tables []verdict.Table) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -159,10 +160,10 @@ func caveats(tables []Table) []string {
 		}
 		minN := stats.MinN()
 		if t.Boots.Baseline < minN || t.Boots.Patched < minN {
-			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", tableName(t), t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
+			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", t.Name(), t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
 		}
 		for _, dr := range t.Drift {
-			add(tableName(t) + ": " + dr)
+			add(t.Name() + ": " + dr)
 		}
 		// A benchmark's first second carries what happens once per
 		// benchmark (the new probe's first hits, page faults): under icount
@@ -170,7 +171,7 @@ func caveats(tables []Table) []string {
 		// and not others, and 0.1 % of usermode-count in every boot, beyond
 		// the floor the controls set.
 		if t.NoWarmup > 0 {
-			add(fmt.Sprintf("%s: %d result(s) had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.06-0.1 %% under icount, in some boots and not others; rerun with --warmup 1s for figures within the floor", tableName(t), t.NoWarmup))
+			add(fmt.Sprintf("%s: %d result(s) had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.06-0.1 %% under icount, in some boots and not others; rerun with --warmup 1s for figures within the floor", t.Name(), t.NoWarmup))
 		}
 		if n := len(t.Starved); n > 0 {
 			shown := t.Starved[:min(n, 3)]
@@ -178,21 +179,10 @@ func caveats(tables []Table) []string {
 			if n > 3 {
 				more = fmt.Sprintf(" and %d more", n-3)
 			}
-			add(fmt.Sprintf("%s: in %d result(s) a producer's vCPU got less than %.2f of a host CPU (%s%s; share per producer vCPU): the producers took turns instead of running at once, so their scaling and contention figures understate; the host was busy — rerun with nothing else on it", tableName(t), n, MinVCPUShare, strings.Join(shown, "; "), more))
+			add(fmt.Sprintf("%s: in %d result(s) a producer's vCPU got less than %.2f of a host CPU (%s%s; share per producer vCPU): the producers took turns instead of running at once, so their scaling and contention figures understate; the host was busy — rerun with nothing else on it", t.Name(), n, verdict.MinVCPUShare, strings.Join(shown, "; "), more))
 		}
 	}
 	return out
-}
-
-// ClaimsOK reports whether every claim was reproduced somewhere.
-func ClaimsOK(claims []ClaimResult) (bool, []string) {
-	var bad []string
-	for _, c := range claims {
-		if c.Verdict != Reproduced {
-			bad = append(bad, fmt.Sprintf("%s: %s", ClaimText(c.Claim), c.Verdict))
-		}
-	}
-	return len(bad) == 0, bad
 }
 
 func short(s string) string {

@@ -12,6 +12,7 @@ import (
 
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 // Markdown is the report for a cover letter or a pull request: the answer
@@ -80,7 +81,7 @@ func Lead(d *Document) string {
 	if len(d.Claims) > 0 {
 		fmt.Fprintf(&b, "**%s**\n\n| claim | verdict | evidence |\n|---|---|---|\n", capitalize(ClaimsLine(d.Claims)))
 		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", ClaimText(c.Claim), c.Verdict, evidence(c))
+			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", verdict.ClaimText(c.Claim), c.Verdict, evidence(c))
 		}
 		b.WriteString("\n")
 	}
@@ -118,14 +119,14 @@ func writeProvenance(b *strings.Builder, r RunInfo, bullet, code string) {
 	}
 }
 
-func evidence(c ClaimResult) string {
+func evidence(c verdict.ClaimResult) string {
 	if len(c.Checks) == 0 {
 		return "no matching row in this run (producer counts or benchmark not run)"
 	}
 	var parts []string
 	for _, k := range c.Checks {
 		why := ""
-		if k.Verdict != Reproduced && k.Change.Why != "" {
+		if k.Verdict != verdict.Reproduced && k.Change.Why != "" {
 			why = " (" + k.Change.Why + ")"
 		}
 		parts = append(parts, fmt.Sprintf("%s, %s: %+.3f %% [%+.3f, %+.3f], p=%.3f → %s%s", k.Table, k.Row, k.Change.Pct, k.Change.Lo, k.Change.Hi, k.Change.P, k.Verdict, why))
@@ -146,7 +147,7 @@ func Plain(d *Document) string {
 	if len(d.Claims) > 0 {
 		b.WriteString("\n" + ClaimsLine(d.Claims) + ":\n")
 		for _, c := range d.Claims {
-			b.WriteString(wrap(fmt.Sprintf("- %s: %s", ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
+			b.WriteString(wrap(fmt.Sprintf("- %s: %s", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
 		}
 	}
 	for _, v := range views {
@@ -204,7 +205,7 @@ func CSV(d *Document) string {
 		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "tool"})
 	f := func(v float64) string { return fmt.Sprintf("%.6g", v) }
 	for _, t := range d.Tables {
-		for _, rows := range [][]Row{t.Rows, t.Scaling} {
+		for _, rows := range [][]verdict.Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				rec := []string{t.Shape.Arch, fmt.Sprint(t.Shape.CPUs), t.Shape.Topology, pairText(t.Shape.Accel), pairText(t.Shape.Clock),
 					r.Benchmark, fmt.Sprint(r.Producers), r.Metric, fmt.Sprint(r.Control)}
@@ -253,7 +254,7 @@ func Text(d *Document, color bool) string {
 	if len(d.Claims) > 0 {
 		b.WriteString(ClaimsLine(d.Claims) + "\n")
 		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "  claim: %s: %s\n", ClaimText(c.Claim), strings.ToUpper(c.Verdict))
+			fmt.Fprintf(&b, "  claim: %s: %s\n", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict))
 		}
 	}
 	for _, v := range views {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"lab/internal/flagval"
+	"lab/internal/verdict"
 )
 
 // Exit codes of the CI gates.
@@ -36,12 +37,12 @@ func (e *GateError) Error() string { return e.Msg }
 // Check applies the gates that were asked for to a report.
 func (g *GateFlags) Check(d *Document) error {
 	if g.FailOnRegression.V {
-		if reg := Regressions(d.Tables); len(reg) > 0 {
+		if reg := verdict.Regressions(d.Tables); len(reg) > 0 {
 			return &GateError{ExitRegression, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
 		}
 	}
 	if g.RequireClaims.V {
-		if ok, bad := ClaimsOK(d.Claims); !ok {
+		if ok, bad := verdict.ClaimsOK(d.Claims); !ok {
 			return &GateError{ExitClaims, "claims not reproduced:\n  " + strings.Join(bad, "\n  ")}
 		}
 	}

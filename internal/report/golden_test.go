@@ -13,6 +13,7 @@ import (
 	"lab/internal/spec"
 	"lab/internal/topology"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/vm"
 )
 
@@ -108,13 +109,13 @@ func firstDiff(want, got string) string {
 
 func TestClaimsVerdicts(t *testing.T) {
 	d := Build(fakeRun(), "x", "test")
-	want := []string{Reproduced, Reproduced, NotShown, NotMeasured}
+	want := []string{verdict.Reproduced, verdict.Reproduced, verdict.NotShown, verdict.NotMeasured}
 	for i, c := range d.Claims {
 		if c.Verdict != want[i] {
-			t.Errorf("claim %q: %s, want %s (%+v)", ClaimText(c.Claim), c.Verdict, want[i], c.Checks)
+			t.Errorf("claim %q: %s, want %s (%+v)", verdict.ClaimText(c.Claim), c.Verdict, want[i], c.Checks)
 		}
 	}
-	if ok, bad := ClaimsOK(d.Claims); ok || len(bad) != 2 {
+	if ok, bad := verdict.ClaimsOK(d.Claims); ok || len(bad) != 2 {
 		t.Errorf("ClaimsOK = %v, %v", ok, bad)
 	}
 	// The same data read the other way round contradicts the claims.
@@ -127,10 +128,10 @@ func TestClaimsVerdicts(t *testing.T) {
 		}
 	}
 	d = Build(r, "x", "test")
-	if d.Claims[0].Verdict != Contradicts {
-		t.Errorf("swapped variants: %s, want %s", d.Claims[0].Verdict, Contradicts)
+	if d.Claims[0].Verdict != verdict.Contradicts {
+		t.Errorf("swapped variants: %s, want %s", d.Claims[0].Verdict, verdict.Contradicts)
 	}
-	if reg := Regressions(d.Tables); len(reg) != 3 {
+	if reg := verdict.Regressions(d.Tables); len(reg) != 3 {
 		t.Errorf("regressions %v, want uprobe-nop at p=1 and p=2 and its scaling", reg)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"lab/internal/variant"
+	"lab/internal/verdict"
 )
 
 // Chart is one SVG figure of the HTML report.
@@ -29,7 +30,7 @@ type Chart struct {
 func Charts(d *Document) ([]Chart, error) {
 	var out []Chart
 	for _, t := range d.Tables {
-		byBench := map[string][]Row{}
+		byBench := map[string][]verdict.Row{}
 		var order []string
 		for _, r := range t.Rows {
 			if _, ok := byBench[r.Bench()]; !ok {
@@ -50,7 +51,7 @@ func Charts(d *Document) ([]Chart, error) {
 			if err != nil {
 				return nil, fmt.Errorf("chart %s: %w", b, err)
 			}
-			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", tableName(t), b), Legend: true, SVG: svg})
+			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", t.Name(), b), Legend: true, SVG: svg})
 		}
 		svg, err := changeChart(t)
 		if err != nil {
@@ -59,7 +60,7 @@ func Charts(d *Document) ([]Chart, error) {
 		if svg == "" {
 			continue // one variant only (--only): nothing to compare
 		}
-		out = append(out, Chart{Title: fmt.Sprintf("%s: change, patched against baseline, 95 %% CI", tableName(t)), SVG: svg})
+		out = append(out, Chart{Title: fmt.Sprintf("%s: change, patched against baseline, 95 %% CI", t.Name()), SVG: svg})
 	}
 	return out, nil
 }
@@ -74,7 +75,7 @@ var (
 	patchColor = color.RGBA{R: 0xee, G: 0x66, B: 0x77, A: 0xff}
 )
 
-func scalingChart(bench string, rows []Row) (template.HTML, error) {
+func scalingChart(bench string, rows []verdict.Row) (template.HTML, error) {
 	p := plot.New()
 	p.X.Label.Text = "producers"
 	p.Y.Label.Text = "M/s (mean ± sd over boots)"
@@ -119,7 +120,7 @@ func scalingChart(bench string, rows []Row) (template.HTML, error) {
 	return svgOf(p, 6*vg.Inch, 3.5*vg.Inch)
 }
 
-func changeChart(t Table) (template.HTML, error) {
+func changeChart(t verdict.Table) (template.HTML, error) {
 	// Probes first, then the controls, each in the table's order.
 	rows := t.AllRows()
 	sort.SliceStable(rows, func(i, j int) bool { return !rows[i].Control && rows[j].Control })
@@ -275,7 +276,7 @@ func HTML(d *Document) (string, error) {
 	}
 	var claims []htmlClaim
 	for _, c := range d.Claims {
-		claims = append(claims, htmlClaim{Text: ClaimText(c.Claim), Verdict: c.Verdict, Evidence: evidence(c)})
+		claims = append(claims, htmlClaim{Text: verdict.ClaimText(c.Claim), Verdict: c.Verdict, Evidence: evidence(c)})
 	}
 	var buf bytes.Buffer
 	err = page.Execute(&buf, struct {

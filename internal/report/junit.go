@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"lab/internal/stats"
+	"lab/internal/verdict"
 )
 
 // JUnitSuite is a JUnit XML test suite, as CI systems (GitLab, Jenkins,
@@ -61,7 +62,7 @@ func (s *JUnitSuite) XML() ([]byte, error) {
 func JUnit(d *Document) *JUnitSuite {
 	s := &JUnitSuite{Name: "lab " + d.Lab}
 	for _, t := range d.Tables {
-		class := "lab." + d.Lab + "." + tableName(t)
+		class := "lab." + d.Lab + "." + t.Name()
 		for _, r := range t.AllRows() {
 			c := JUnitCase{Name: r.Label(), Class: class, SystemOut: changeText(r.Change)}
 			switch {
@@ -74,8 +75,8 @@ func JUnit(d *Document) *JUnitSuite {
 		}
 	}
 	for i, cl := range d.Claims {
-		c := JUnitCase{Name: fmt.Sprintf("claim %d: %s", i+1, ClaimText(cl.Claim)), Class: "lab." + d.Lab + ".claims", SystemOut: evidence(cl)}
-		if cl.Verdict != Reproduced {
+		c := JUnitCase{Name: fmt.Sprintf("claim %d: %s", i+1, verdict.ClaimText(cl.Claim)), Class: "lab." + d.Lab + ".claims", SystemOut: evidence(cl)}
+		if cl.Verdict != verdict.Reproduced {
 			c.Failure = &JUnitMessage{Message: cl.Verdict, Text: evidence(cl)}
 		}
 		s.Add(c)

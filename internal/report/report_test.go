@@ -10,6 +10,7 @@ import (
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/vm"
 )
 
@@ -33,7 +34,7 @@ func TestTables(t *testing.T) {
 		{Index: 5, Arch: "x86_64", CPUs: 2, Variant: variant.Baseline, Accel: vm.Accel{Name: vm.TCG}, Clock: vm.ClockWall,
 			Failure: &results.Failure{Kind: vm.FailHang, Message: "deadline of 1m0s passed"}},
 	}}
-	tabs := Tables(r)
+	tabs := verdict.Tables(r)
 	if len(tabs) != 1 {
 		t.Fatalf("tables = %d", len(tabs))
 	}
@@ -117,7 +118,7 @@ func TestPairedAcrossHosts(t *testing.T) {
 		b.Host, p.Host = h, h
 		boots = append(boots, b, p)
 	}
-	tb := Tables(&results.Run{Lab: "t", Boots: boots})[0]
+	tb := verdict.Tables(&results.Run{Lab: "t", Boots: boots})[0]
 	if !tb.Paired || len(tb.Hosts) != 2 || len(tb.PerHost) != 2 {
 		t.Fatalf("paired %v, hosts %v, per host %v", tb.Paired, tb.Hosts, tb.PerHost)
 	}
@@ -148,7 +149,7 @@ func TestStarvedVCPUs(t *testing.T) {
 	r := &results.Run{Lab: "t", Boots: []results.Boot{
 		mk(1, variant.Baseline, 0.97, 0.95), mk(2, variant.Patched, 0.51, 0.96), mk(3, variant.Baseline), mk(4, variant.Patched, 0.9, 0.88),
 	}}
-	tb := Tables(r)[0]
+	tb := verdict.Tables(r)[0]
 	if len(tb.Starved) != 1 || tb.Starved[0] != "boot 2 uprobe-nop p=2: 0.51, 0.96" {
 		t.Errorf("starved = %q, want boot 2 alone", tb.Starved)
 	}
@@ -180,7 +181,7 @@ func TestToolResolution(t *testing.T) {
 			protocol.Result{Benchmark: "uprobe-nop", Producers: 1, Tool: benchmark.BPFBench, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(bench), Rate: bench}}})
 		boots = append(boots, b)
 	}
-	tb := Tables(&results.Run{Lab: "t", Boots: boots})[0]
+	tb := verdict.Tables(&results.Run{Lab: "t", Boots: boots})[0]
 	got := map[string]stats.Change{}
 	for _, r := range append(tb.Rows, tb.Scaling...) {
 		got[r.Label()] = r.Change

@@ -25,7 +25,6 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/gitcmd"
 	"lab/internal/kconfig"
-	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -33,6 +32,7 @@ import (
 	"lab/internal/testenv"
 	"lab/internal/topology"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/vm"
 )
 
@@ -683,7 +683,7 @@ func TestParallelICountAgreesWithSerial(t *testing.T) {
 			t.Errorf("boot %d: serial %d %s round %d, parallel %d %s round %d", i, s.Index, s.Variant, s.Round, p.Index, p.Variant, p.Round)
 		}
 	}
-	st, pt := report.Tables(serial), report.Tables(parallel)
+	st, pt := verdict.Tables(serial), verdict.Tables(parallel)
 	if len(st) != 1 || len(pt) != 1 {
 		t.Fatalf("%d and %d tables", len(st), len(pt))
 	}

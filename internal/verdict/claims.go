@@ -1,4 +1,4 @@
-package report
+package verdict
 
 import (
 	"fmt"
@@ -75,7 +75,7 @@ func CheckClaims(claims []spec.Claim, tables []Table) []ClaimResult {
 					continue
 				}
 				v := judge(c.Direction, min, r.Change)
-				res.Checks = append(res.Checks, ClaimCheck{Table: tableName(t), Row: r.Label(), Verdict: v, Change: r.Change})
+				res.Checks = append(res.Checks, ClaimCheck{Table: t.Name(), Row: r.Label(), Verdict: v, Change: r.Change})
 			}
 		}
 		res.Verdict = overall(res.Checks)
@@ -115,10 +115,21 @@ func Regressions(tables []Table) []string {
 		for _, rows := range [][]Row{t.Rows, t.Scaling} {
 			for _, r := range rows {
 				if !r.Control && r.Change.Verdict == stats.Slower {
-					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", tableName(t), r.Label(), r.Change.Pct, r.Change.P))
+					out = append(out, fmt.Sprintf("%s: %s %+.2f %% (p=%.3f)", t.Name(), r.Label(), r.Change.Pct, r.Change.P))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// ClaimsOK reports whether every claim was reproduced somewhere.
+func ClaimsOK(claims []ClaimResult) (bool, []string) {
+	var bad []string
+	for _, c := range claims {
+		if c.Verdict != Reproduced {
+			bad = append(bad, fmt.Sprintf("%s: %s", ClaimText(c.Claim), c.Verdict))
+		}
+	}
+	return len(bad) == 0, bad
 }

@@ -1,0 +1,100 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+
+	"lab/internal/stats"
+	"lab/internal/variant"
+)
+
+// MinICountFloorPct is the least an icount floor can be: boots of one
+// kernel repeat their instruction counts to about 0.01 %.
+const MinICountFloorPct = 0.01
+
+// ICountFloor is the smallest change, in percent, an icount comparison
+// resolves: three times the largest relative spread or change of any
+// control between the two sides, and three times the relative spread of any
+// followed figure (short or cold samples repeat less well than 0.01 %), at
+// least MinICountFloorPct. Under icount boots repeat so closely that a U
+// test alone would call a 0.02 % ordering significant; the controls, which
+// no series should move, say how far non-series effects reach.
+//
+// lab run's icount tables pass their controls' summaries; lab bisect passes
+// the ends' controls and the followed figure at each end.
+func ICountFloor(controls []variant.Pair[stats.Summary], followed ...stats.Summary) float64 {
+	floor := MinICountFloorPct
+	for _, s := range followed {
+		floor = math.Max(floor, 3*100*s.CV())
+	}
+	for _, c := range controls {
+		b, p := c.Baseline, c.Patched
+		if b.Mean == 0 || p.N == 0 {
+			continue
+		}
+		change := (p.Mean/b.Mean - 1) * 100
+		floor = math.Max(floor, 3*math.Max(math.Abs(change), 100*math.Max(b.CV(), p.CV())))
+	}
+	return floor
+}
+
+// agentControls are the summaries of the agent's control rows. A tool's
+// figures are rounded (bench prints M/s to three decimals) and would set
+// the floor by their rounding, not by the host.
+func agentControls(rows []Row) []variant.Pair[stats.Summary] {
+	var out []variant.Pair[stats.Summary]
+	for _, r := range rows {
+		if r.Control && r.Agent() {
+			out = append(out, variant.Pair[stats.Summary]{Baseline: r.Variants.Baseline.Summary, Patched: r.Variants.Patched.Summary})
+		}
+	}
+	return out
+}
+
+// DriftFloors is, per metric, how far the wall clock's non-series effects
+// reach: a control that moved significantly between the variants (host
+// drift moves every rate alike) sets its metric's floor at the far end of
+// its 95 % interval. Only the agent's controls count.
+func DriftFloors(rows []Row) map[string]float64 {
+	floors := map[string]float64{}
+	for _, r := range rows {
+		if r.Control && r.Agent() && r.Change.Verdict != stats.Same {
+			floors[r.Metric] = math.Max(floors[r.Metric], math.Max(math.Abs(r.Change.Lo), math.Abs(r.Change.Hi)))
+		}
+	}
+	return floors
+}
+
+// ApplyDriftFloor makes a significant change of a non-control row that
+// does not go beyond its metric's drift floor "~", saying why.
+func ApplyDriftFloor(r *Row, floor float64) {
+	if r.Control || floor == 0 || r.Change.Verdict == stats.Same || math.Abs(r.Change.Pct) > floor {
+		return
+	}
+	r.Change.Verdict = stats.Same
+	r.Change.FloorPct = floor
+	r.Change.Why = fmt.Sprintf("p=%.3f, but |%.1f %%| is within the %.1f %% a control of this metric moved (drift)", r.Change.P, r.Change.Pct, floor)
+}
+
+// ICountEndsDiffer says whether two icount ends differ enough to bisect
+// between them: p cannot reach 0.05 with 2 boots a side, so the floor
+// decides, with a margin of two floors so that a step can be told from
+// both ends.
+func ICountEndsDiffer(changePct, floorPct float64) bool {
+	return math.Abs(changePct) > 2*floorPct
+}
+
+// EndShare is the part of the ends' change within which an icount step is
+// judged like an end. Under icount the uprobe rows of one kernel take one
+// of two levels about 0.06 % apart from boot to boot, beyond the controls'
+// floor (seen in TestParallelICountAgreesWithSerial), and a kernel that
+// differs only in a string in init/main.c measured 0.06 % off its parent.
+// A step 0.06 % of an 18 % change away from the bad end is the bad end, not
+// a step that is "neither"; one 10-90 % of the way is neither.
+const EndShare = 0.1
+
+// LikeEndPct is how near an end, in percent, an icount step must be to be
+// judged like it: the floor, or EndShare of the ends' change if larger.
+func LikeEndPct(floorPct, changePct float64) float64 {
+	return math.Max(floorPct, EndShare*math.Abs(changePct))
+}
