@@ -12,7 +12,7 @@ import (
 
 	"lab/internal/report"
 	"lab/internal/results"
-	"lab/internal/run"
+	"lab/internal/shard"
 )
 
 const example = "../../results/examples/uprobe-srcu/x86_64-1cpu-icount"
@@ -34,9 +34,9 @@ func splitExample(t *testing.T, n int, hosts []string, drop map[int]bool) (*resu
 		b.Round = seen[string(b.Variant)]
 		seen[string(b.Variant)]++
 	}
-	var slots []run.Slot
+	var slots []shard.Slot
 	for _, b := range whole.Boots {
-		slots = append(slots, run.Slot{Round: b.Round, Index: b.Index})
+		slots = append(slots, shard.Slot{Round: b.Round, Index: b.Index})
 	}
 	root := t.TempDir()
 	var dirs []string
@@ -44,7 +44,7 @@ func splitExample(t *testing.T, n int, hosts []string, drop map[int]bool) (*resu
 		part := *whole
 		part.Host.Name = hosts[k%len(hosts)]
 		part.Boots = nil
-		picked := run.Shard{K: k, N: n}.Pick(slots)
+		picked := shard.Shard{K: k, N: n}.Pick(slots)
 		part.Shard = &results.Shard{K: k, N: n, Boots: len(picked)}
 		for _, s := range picked {
 			if !drop[s.Index] {

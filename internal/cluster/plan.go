@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"lab/internal/run"
+	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/variant"
 )
@@ -110,10 +110,11 @@ func Make(req Request) (*Plan, error) {
 	if req.Shards < 1 {
 		return nil, fmt.Errorf("--shards %d: want 1 or more", req.Shards)
 	}
-	shards, pairs, err := ShardBoots(req.Lab.Matrix, variants(req.Only), req.Shards)
+	shapes, err := req.Lab.Matrix.ShapeCount()
 	if err != nil {
 		return nil, err
 	}
+	shards, pairs := shard.Deal(shapes, req.Lab.Matrix.Boots, variants(req.Only), req.Shards)
 	if req.Shards > pairs {
 		return nil, fmt.Errorf("--shards %d: %s has %d boot pairs, so at most %d shards (a shard boots whole pairs)", req.Shards, req.Lab.Name, pairs, pairs)
 	}
@@ -142,28 +143,6 @@ func variants(only variant.Variant) []variant.Variant {
 		return []variant.Variant{only}
 	}
 	return variant.Both
-}
-
-// ShardBoots gives each of n shards its boot numbers, as lab run --shard
-// deals them (run.Order, then run.Shard.Pick), and the run's pair count.
-// Only the number of shapes matters, so it needs no host.
-func ShardBoots(m spec.Matrix, vs []variant.Variant, n int) ([][]int, int, error) {
-	shapes := 0
-	for _, a := range m.Arch {
-		s, err := m.Shapes(a)
-		if err != nil {
-			return nil, 0, err
-		}
-		shapes += len(s)
-	}
-	slots := run.Order(make([]run.ShapePlan, shapes), m.Boots, vs)
-	out := make([][]int, n)
-	for k := range out {
-		for _, s := range (run.Shard{K: k, N: n}).Pick(slots) {
-			out[k] = append(out[k], s.Index)
-		}
-	}
-	return out, shapes * m.Boots, nil
 }
 
 // BuildCommand is lab build with the run's flags.

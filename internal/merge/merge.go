@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strings"
 
-	"lab/internal/cluster"
 	"lab/internal/results"
+	"lab/internal/shard"
 	"lab/internal/variant"
 )
 
@@ -354,10 +354,12 @@ func expectedBoots(shards []Shard, n int) ([][]int, error) {
 	if len(vs) != 1 {
 		vs = variant.Both
 	}
-	out, _, err := cluster.ShardBoots(shards[0].Run.Matrix, vs, n)
+	m := shards[0].Run.Matrix
+	shapes, err := m.ShapeCount()
 	if err != nil {
 		return nil, fmt.Errorf("the shards' matrix: %w", err)
 	}
+	out, _ := shard.Deal(shapes, m.Boots, vs, n)
 	return out, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lab/internal/flagval"
+	"lab/internal/shard"
 	"lab/internal/variant"
 )
 
@@ -50,7 +51,7 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	}
 	opt.Parallel = f.Parallel.V
 	if f.Shard.IsSet() {
-		sh, err := ParseShard(f.Shard.V)
+		sh, err := shard.Parse(f.Shard.V)
 		if err != nil {
 			return fmt.Errorf("--shard: %w", err)
 		}

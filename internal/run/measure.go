@@ -12,6 +12,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/shard"
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/vm"
@@ -23,7 +24,7 @@ import (
 // Parallel boots run at once; results keep the slots' order. It returns the
 // number of failed boots: a failed boot does not stop the run, an
 // interruption does.
-func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []Slot, art *Artifacts) (int, error) {
+func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []shard.Slot, art *Artifacts) (int, error) {
 	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
 	if err != nil {
 		return 0, err
@@ -32,10 +33,10 @@ func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []Slot, a
 	failed := 0
 	for start := 0; start < len(slots); {
 		end := start
-		for end < len(slots) && slots[end].Plan == slots[start].Plan {
+		for end < len(slots) && slots[end].Shape == slots[start].Shape {
 			end++
 		}
-		p := plans[slots[start].Plan]
+		p := plans[slots[start].Shape]
 		r.logf("%s, %s: %s (%s), %s clock; %s; %d boot(s) at a time", p.Arch.Name, p.Shape, strings.ToUpper(p.Accel.Name), p.Accel.Reason, p.Clock, p.PinNote, max(p.Parallel, 1))
 		for _, c := range p.Caveats {
 			r.logf("caveat: %s", c)
@@ -59,7 +60,7 @@ type booted struct {
 
 // measureShape boots slots[start:end], all of one plan, up to p.Parallel at
 // a time. Boot numbers follow the slots, whatever order boots finish in.
-func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []Slot, start, end int, art *Artifacts, qmpDir string) (int, error) {
+func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir string) (int, error) {
 	workers := min(max(p.Parallel, 1), end-start)
 	jobs := make(chan int)
 	done := make(chan booted)

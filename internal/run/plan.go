@@ -10,7 +10,6 @@ import (
 	"lab/internal/arch"
 	"lab/internal/spec"
 	"lab/internal/topology"
-	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
@@ -191,68 +190,4 @@ func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.
 		stretch = max(4, cpus/max(hostCPUs, 1))
 	}
 	return boot, time.Duration(stretch) * record
-}
-
-// Slot is one boot of a run: which shape, which round, which variant.
-type Slot struct {
-	Plan    int // index into the plans
-	Round   int // 0-based: the i-th boot of this variant in this shape
-	Variant variant.Variant
-	Index   int // 1-based position in the whole run: the boot's number, also in a shard
-}
-
-// Order is the run's boot order: shape after shape, and within a shape the
-// variants alternate (baseline, patched, baseline, ...), so that drift of
-// the host hits both alike.
-func Order(plans []ShapePlan, boots int, variants []variant.Variant) []Slot {
-	var out []Slot
-	for p := range plans {
-		for i := 0; i < boots; i++ {
-			for _, v := range variants {
-				out = append(out, Slot{Plan: p, Round: i, Variant: v, Index: len(out) + 1})
-			}
-		}
-	}
-	return out
-}
-
-// Shard is K of N: a run's share of the boots when N hosts share them.
-type Shard struct{ K, N int }
-
-// ParseShard reads "K/N" (0 <= K < N).
-func ParseShard(s string) (Shard, error) {
-	var sh Shard
-	if _, err := fmt.Sscanf(s, "%d/%d", &sh.K, &sh.N); err != nil || fmt.Sprintf("%d/%d", sh.K, sh.N) != s {
-		return Shard{}, fmt.Errorf("shard %q: want K/N, e.g. 0/4 (shards are numbered from 0)", s)
-	}
-	if sh.N < 1 || sh.K < 0 || sh.K >= sh.N {
-		return Shard{}, fmt.Errorf("shard %d/%d: want 0 <= K < N", sh.K, sh.N)
-	}
-	return sh, nil
-}
-
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.K, s.N) }
-
-// Pick keeps this shard's boots. Boots go by pairs (a round of a shape:
-// baseline then patched, back to back on one host), dealt out round-robin
-// over all shapes, so that every shard boots both variants, and of every
-// shape when there are enough pairs.
-func (s Shard) Pick(slots []Slot) []Slot {
-	if s.N <= 1 {
-		return slots
-	}
-	pair := map[[2]int]int{} // (plan, round) -> pair number
-	var out []Slot
-	for _, sl := range slots {
-		k := [2]int{sl.Plan, sl.Round}
-		n, ok := pair[k]
-		if !ok {
-			n = len(pair)
-			pair[k] = n
-		}
-		if n%s.N == s.K {
-			out = append(out, sl)
-		}
-	}
-	return out
 }

@@ -22,6 +22,7 @@ import (
 	"lab/internal/progress"
 	"lab/internal/report"
 	"lab/internal/results"
+	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/version"
@@ -44,7 +45,7 @@ type Options struct {
 	// and 1 under the wall clock (guests side by side measure each other).
 	Parallel int
 	// Shard is this run's share of the boots (lab run --shard K/N).
-	Shard Shard
+	Shard shard.Shard
 	// BuildOnly builds every kernel and initramfs and boots nothing (lab
 	// build); NoBuild boots only what the cache holds (lab run --no-build).
 	BuildOnly, NoBuild bool
@@ -155,7 +156,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	if data, err := os.ReadFile(lab.Path); err == nil {
 		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
 	}
-	slots := opt.Shard.Pick(Order(plans, lab.Matrix.Boots, variants))
+	slots := opt.Shard.Pick(shard.Order(len(plans), lab.Matrix.Boots, variants))
 	if opt.BuildOnly {
 		slots = nil
 	}
@@ -163,7 +164,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		r.run.Shard = &results.Shard{K: opt.Shard.K, N: opt.Shard.N, Boots: len(slots)}
 	}
 	for _, s := range slots {
-		r.total += expectedResults(plans[s.Plan].Job)
+		r.total += expectedResults(plans[s.Shape].Job)
 	}
 	err = r.do(ctx, plans, slots)
 	for _, f := range r.logs {
@@ -178,7 +179,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	return r.run, r.dir, err
 }
 
-func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []Slot) error {
+func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) error {
 	art, err := r.env.Prepare(ctx, r)
 	if err != nil {
 		return err

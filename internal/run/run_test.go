@@ -17,6 +17,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/kbuild"
 	"lab/internal/results"
+	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/topology"
 	"lab/internal/variant"
@@ -379,17 +380,6 @@ func TestPlanLPJ(t *testing.T) {
 	}
 }
 
-func TestOrder(t *testing.T) {
-	plans := make([]ShapePlan, 2)
-	var got []string
-	for _, s := range Order(plans, 2, variant.Both) {
-		got = append(got, fmt.Sprintf("%d%d%c", s.Plan, s.Round, s.Variant[0]))
-	}
-	if strings.Join(got, " ") != "00b 00p 01b 01p 10b 10p 11b 11p" {
-		t.Errorf("order %v", got)
-	}
-}
-
 func TestCheckGuest(t *testing.T) {
 	shape := func(cpus int) topology.Shape {
 		s, err := topology.Resolve("x86_64", topology.Request{CPUs: cpus, Memory: "1G"})
@@ -466,46 +456,10 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
-// Shards take boot pairs round-robin over all shapes: every shard boots
-// both variants, and together they make the whole run, each boot once.
-func TestShards(t *testing.T) {
-	plans := make([]ShapePlan, 2)
-	all := Order(plans, 3, variant.Both) // 2 shapes × 3 rounds × 2 variants
-	seen := map[int]int{}
-	for k := 0; k < 4; k++ {
-		part := Shard{K: k, N: 4}.Pick(all)
-		base, pat := 0, 0
-		for _, s := range part {
-			seen[s.Index]++
-			if s.Variant == variant.Baseline {
-				base++
-			} else {
-				pat++
-			}
-		}
-		if base != pat || base == 0 {
-			t.Errorf("shard %d/4: %d baseline and %d patched boots", k, base, pat)
-		}
-	}
-	for i := 1; i <= len(all); i++ {
-		if seen[i] != 1 {
-			t.Errorf("boot %d is in %d shards", i, seen[i])
-		}
-	}
-	for _, bad := range []string{"4/4", "-1/2", "1", "a/b", "1/0", "01/2"} {
-		if _, err := ParseShard(bad); err == nil {
-			t.Errorf("shard %q accepted", bad)
-		}
-	}
-	if s, err := ParseShard("1/3"); err != nil || s != (Shard{1, 3}) {
-		t.Errorf("1/3: %v %v", s, err)
-	}
-}
-
 // A shard's run keeps the whole run's boot numbers; lab build boots nothing.
 func TestShardAndBuildOnlyRuns(t *testing.T) {
 	var out bytes.Buffer
-	opt := Options{Lab: fakeLab(3, 1), ResultsDir: t.TempDir(), Out: &out, Parallel: 1, Shard: Shard{K: 1, N: 2}}
+	opt := Options{Lab: fakeLab(3, 1), ResultsDir: t.TempDir(), Out: &out, Parallel: 1, Shard: shard.Shard{K: 1, N: 2}}
 	res, dir, err := runImpl(context.Background(), opt, tcgHost(), &fakeEnv{})
 	if err != nil {
 		t.Fatal(err)
@@ -513,7 +467,7 @@ func TestShardAndBuildOnlyRuns(t *testing.T) {
 	if res.Shard == nil || res.Shard.K != 1 || len(res.Boots) != 2 || res.Boots[0].Index != 3 || res.Boots[1].Index != 4 || !strings.Contains(dir, "shard1-of-2") {
 		t.Errorf("shard 1/2 of 3 pairs: %+v, boots %v, dir %s", res.Shard, variantsOf(res.Boots), dir)
 	}
-	opt.Shard, opt.BuildOnly = Shard{}, true
+	opt.Shard, opt.BuildOnly = shard.Shard{}, true
 	env := &fakeEnv{}
 	res, dir, err = runImpl(context.Background(), opt, tcgHost(), env)
 	if err != nil || len(env.booted) != 0 || len(res.Kernels) != 2 || !strings.Contains(filepath.Base(dir), "build-") {

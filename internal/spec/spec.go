@@ -131,6 +131,20 @@ func (m Matrix) Shapes(arch string) ([]topology.Shape, error) {
 	return out, nil
 }
 
+// ShapeCount is how many shapes the matrix runs over all its arches: all
+// that dealing a run's boots (package shard) needs of it.
+func (m Matrix) ShapeCount() (int, error) {
+	n := 0
+	for _, a := range m.Arch {
+		s, err := m.Shapes(a)
+		if err != nil {
+			return 0, err
+		}
+		n += len(s)
+	}
+	return n, nil
+}
+
 // ProducersFor is the producer counts a guest with cpus vCPUs runs.
 func (m Matrix) ProducersFor(cpus int) []int {
 	if !m.ClipProducers {
