@@ -364,7 +364,7 @@ func provenance(r *results.Run) []string {
 // Plain is the report in 80 columns, for a mailing list.
 func Plain(r *results.Run) string {
 	var b strings.Builder
-	b.WriteString(wrap(Headline(r), 80) + "\n\n")
+	b.WriteString(report.Wrap(Headline(r), 80, "  ") + "\n\n")
 	fmt.Fprintf(&b, "%4s  %-30s %14s %10s  %s\n", "step", "patch or commit", "figure", "own", "verdict")
 	for _, row := range stepRows(r) {
 		name := row.Name
@@ -389,30 +389,10 @@ func Plain(r *results.Run) string {
 		fmt.Fprintf(&b, "%4s  %-30s %14s %10s  %s\n", row.Step, name, fig, own, v)
 	}
 	for _, n := range r.Bisect.Notes {
-		b.WriteString(wrap("note: "+n, 80) + "\n")
+		b.WriteString(report.Wrap("note: "+n, 80, "  ") + "\n")
 	}
-	b.WriteString(wrap("reproduce: "+report.Reproducer(r), 80) + "\n")
+	b.WriteString(report.Wrap("reproduce: "+report.Reproducer(r), 80, "  ") + "\n")
 	return b.String()
-}
-
-func wrap(s string, width int) string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = w
-		case len([]rune(line))+1+len([]rune(w)) > width:
-			lines = append(lines, line)
-			line = "  " + w
-		default:
-			line += " " + w
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // JUnit has one case per step: the culprit fails, skipped and untested
@@ -520,17 +500,5 @@ func chart(r *results.Run) (template.HTML, error) {
 		}
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	wt, err := p.WriterTo(7*vg.Inch, 3.5*vg.Inch, "svg")
-	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	s := buf.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:]
-	}
-	return template.HTML(s), nil
+	return report.SVG(p, 7*vg.Inch, 3.5*vg.Inch)
 }

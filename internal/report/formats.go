@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
@@ -139,19 +140,19 @@ func evidence(c verdict.ClaimResult) string {
 // row with the means of boots.
 func Plain(d *Document) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", wrap(d.Title, 80, ""))
+	fmt.Fprintf(&b, "%s\n", Wrap(d.Title, 80, ""))
 	views := Views(d)
 	for _, v := range views {
-		b.WriteString("\n" + wrap(v.Headline, 80, "  ") + "\n")
+		b.WriteString("\n" + Wrap(v.Headline, 80, "  ") + "\n")
 	}
 	if len(d.Claims) > 0 {
 		b.WriteString("\n" + ClaimsLine(d.Claims) + ":\n")
 		for _, c := range d.Claims {
-			b.WriteString(wrap(fmt.Sprintf("- %s: %s", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
+			b.WriteString(Wrap(fmt.Sprintf("- %s: %s", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
 		}
 	}
 	for _, v := range views {
-		b.WriteString("\n" + wrap(v.Header, 80, "  ") + "\n")
+		b.WriteString("\n" + Wrap(v.Header, 80, "  ") + "\n")
 		fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", "benchmark (M/s)", "P", "baseline", "patched", "change", "p")
 		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
 			name := c.Short
@@ -162,27 +163,29 @@ func Plain(d *Document) string {
 				c.Value.Baseline, c.Value.Patched, c.DeltaShort, c.P, c.MarkShort)
 		}
 		for _, n := range v.Notes {
-			b.WriteString(wrap(n, 80, "  ") + "\n")
+			b.WriteString(Wrap(n, 80, "  ") + "\n")
 		}
 	}
 	for _, c := range d.Caveats {
-		b.WriteString(wrap("caveat: "+c, 80, "  ") + "\n")
+		b.WriteString(Wrap("caveat: "+c, 80, "  ") + "\n")
 	}
 	for _, r := range d.Runs {
-		b.WriteString(wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
+		b.WriteString(Wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
 	}
 	return b.String()
 }
 
-// wrap breaks s at spaces so that no line is longer than width.
-func wrap(s string, width int, indent string) string {
+// Wrap breaks s at spaces so that no line is longer than width.
+func Wrap(s string, width int, indent string) string {
 	var lines []string
 	line := ""
 	for _, w := range strings.Fields(s) {
 		switch {
 		case line == "":
 			line = w
-		case len(line)+1+len(w) > width:
+		// Runes, not bytes: the reports are full of "·", "±" and "÷",
+		// and a mail reader counts what it shows.
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width:
 			lines = append(lines, line)
 			line = indent + w
 		default:

@@ -117,7 +117,7 @@ func scalingChart(bench string, rows []verdict.Row) (template.HTML, error) {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	// No legend inside the plot, where it would cover data: the figure's
 	// caption names the colours (Chart.Legend).
-	return svgOf(p, 6*vg.Inch, 3.5*vg.Inch)
+	return SVG(p, 6*vg.Inch, 3.5*vg.Inch)
 }
 
 func changeChart(t verdict.Table) (template.HTML, error) {
@@ -159,10 +159,12 @@ func changeChart(t verdict.Table) (template.HTML, error) {
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
-	return svgOf(p, 7*vg.Inch, 4*vg.Inch)
+	return SVG(p, 7*vg.Inch, 4*vg.Inch)
 }
 
-func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
+// SVG draws p as an inline SVG element (no XML prolog), for the reports'
+// self-contained HTML pages.
+func SVG(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 	wt, err := p.WriterTo(w, h, "svg")
 	if err != nil {
 		return "", err
