@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"lab/internal/arch"
+	"lab/internal/digest"
 	"lab/internal/proc"
 )
 
@@ -46,14 +47,6 @@ const LeftOut = "every benchmark outside benchs/bench_trigger.c and bench_count.
 
 // Clang is the compiler of the BPF objects: Debian 12's newest.
 const Clang = "clang-19"
-
-// Packages are the Debian packages the build needs on top of a kernel
-// build's (the arm64 ones come from the arm64 architecture: dpkg
-// --add-architecture arm64).
-var Packages = map[string][]string{
-	"x86_64": {"clang-19", "llvm-19", "libelf-dev", "zlib1g-dev"},
-	"arm64":  {"clang-19", "llvm-19", "libelf-dev", "zlib1g-dev", "libelf-dev:arm64", "zlib1g-dev:arm64"},
-}
 
 // StagePaths are the tree's paths the recipe copies and builds from: the
 // only source files bench depends on, so the only ones in its key. The
@@ -147,7 +140,7 @@ func (b *Builder) Lookup(in Inputs) (*Info, error) {
 		return nil, b.evict(key, "unreadable info.json")
 	}
 	info.Path = filepath.Join(b.dir(key), "bench")
-	if sum, err := fileSHA256(info.Path); err != nil || sum != info.SHA256 {
+	if sum, err := digest.File(info.Path); err != nil || sum != info.SHA256 {
 		return nil, b.evict(key, "bench does not match its recorded sha256")
 	}
 	info.Cached = true
@@ -205,7 +198,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs, srcDir, btf
 	if err := copyFile(filepath.Join(work, a.Name, "bench"), info.Path); err != nil {
 		return nil, err
 	}
-	if info.SHA256, err = fileSHA256(info.Path); err != nil {
+	if info.SHA256, err = digest.File(info.Path); err != nil {
 		return nil, err
 	}
 	st, err := os.Stat(info.Path)
@@ -283,15 +276,6 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return commit
-}
-
-func fileSHA256(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 func copyFile(src, dst string) error {

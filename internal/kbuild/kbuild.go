@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"lab/internal/digest"
 	"lab/internal/proc"
 
 	"lab/internal/arch"
@@ -134,7 +135,7 @@ func (b *Builder) LookupKey(key string) (*Info, error) {
 	if info.BTF != "" {
 		info.BTF = filepath.Join(b.kernelDir(key), filepath.Base(info.BTF))
 	}
-	if sum, err := fileSHA256(info.Image); err != nil || sum != info.ImageSHA256 {
+	if sum, err := digest.File(info.Image); err != nil || sum != info.ImageSHA256 {
 		// A truncated or overwritten image is never booted.
 		return nil, b.evict(key, "image does not match its recorded sha256")
 	}
@@ -151,19 +152,6 @@ func (b *Builder) evict(key, why string) error {
 		return fmt.Errorf("kernel cache %s (%s): %w", key, why, err)
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (b *Builder) kernelDir(key string) string { return filepath.Join(b.CacheDir, "kernels", key) }
@@ -244,7 +232,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
 		info.Release = strings.TrimSpace(string(rel))
 	}
-	if info.ImageSHA256, err = fileSHA256(info.Image); err != nil {
+	if info.ImageSHA256, err = digest.File(info.Image); err != nil {
 		return nil, err
 	}
 	if cold {

@@ -13,13 +13,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	"lab/internal/digest"
 	"lab/internal/proc"
 
 	"lab/internal/gitcmd"
@@ -69,7 +69,7 @@ func prepareTarball(ctx context.Context, src spec.Source, cacheDir string, logf 
 		}
 		return nil, fmt.Errorf("kernel source %s: %w%s", src.Tarball, err, hint)
 	}
-	sum, err := fileSHA256(src.Tarball)
+	sum, err := digest.File(src.Tarball)
 	if err != nil {
 		return nil, err
 	}
@@ -347,19 +347,6 @@ func (t *Tree) KconfigID(ctx context.Context) (string, error) {
 		if strings.Contains(l, "Kconfig") {
 			fmt.Fprintln(h, l)
 		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/internal/digest"
 	"lab/internal/series"
 	"lab/internal/spec"
 )
@@ -87,7 +88,7 @@ func TestTarballOfAnyPointRelease(t *testing.T) {
 			if tree.Version != version {
 				t.Errorf("version %q, want %q (from the Makefile)", tree.Version, version)
 			}
-			sum, _ := fileSHA256(tarball)
+			sum, _ := digest.File(tarball)
 			if !strings.Contains(tree.Desc, sum) || tree.ID != "tarball-"+sum[:12] {
 				t.Errorf("desc %q, id %q: want the tarball's sha256 %s", tree.Desc, tree.ID, sum)
 			}
