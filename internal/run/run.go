@@ -203,10 +203,41 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 	}
 	r.logf("results: %s", r.dir)
 	if failed > 0 {
-		return fmt.Errorf("%d boot(s) failed; see the failures in %s", failed, filepath.Join(r.dir, "results.json"))
+		e := &FailedBootsError{Failed: failed, Results: filepath.Join(r.dir, "results.json")}
+		for _, b := range r.run.Boots {
+			if b.Failure != nil && vm.KernelFault(b.Failure.Kind) {
+				e.Kernel++
+			}
+		}
+		return e
 	}
 	return nil
 }
+
+// FailedBootsError is a run that went to its end with boots that failed.
+// A boot the kernel failed (a panic, a hang, a wrong shape) says something
+// about the kernel and fails again; one that failed outside it (QEMU, the
+// host, the disk: vm.FailInfra) says nothing about it and may pass when run
+// again. lab run's exit code tells the two apart.
+type FailedBootsError struct {
+	Failed  int    // boots that failed
+	Kernel  int    // of those, the kernel's fault
+	Results string // results.json, which says why each failed
+}
+
+func (e *FailedBootsError) Error() string {
+	whose := fmt.Sprintf("%d the kernel's fault", e.Kernel)
+	switch e.Kernel {
+	case e.Failed:
+		whose = "the kernel's fault"
+	case 0:
+		whose = "none the kernel's fault (QEMU, the host or its disk)"
+	}
+	return fmt.Sprintf("%d boot(s) failed, %s; see the failures in %s", e.Failed, whose, e.Results)
+}
+
+// Infrastructure reports whether no boot failed because of the kernel.
+func (e *FailedBootsError) Infrastructure() bool { return e.Kernel == 0 }
 
 // newRunDir makes a run's folder under parent, named id, or id-2, id-3...
 // when another run (of the same lab, started the same second) has it.
