@@ -52,7 +52,7 @@ func TestScalingRatios(t *testing.T) {
 // read, with a failed boot's message kept; a newer schema is refused.
 func TestLoadSchemas(t *testing.T) {
 	dir := t.TempDir()
-	r := &Run{Lab: "t", Boots: []Boot{{Index: 1}, {Index: 2}}}
+	r := &Run{Lab: "t", Boots: []Boot{{Index: 1, Variant: "baseline"}, {Index: 2, Variant: "patched"}}}
 	r.Boots[1].Fail(&vm.BootError{Kind: vm.FailHang, Reason: "deadline passed"})
 	if err := r.Write(dir); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestLoadSchemas(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
 	legacy := filepath.Join(dir, "legacy.json")
-	os.WriteFile(legacy, []byte(`{"lab":"t","boots":[{"index":1,"error":"kernel panic; console..."},{"index":2}]}`), 0o644)
+	os.WriteFile(legacy, []byte(`{"lab":"t","boots":[{"index":1,"variant":"baseline","error":"kernel panic; console..."},{"index":2,"variant":"patched"}]}`), 0o644)
 	got, err = Load(legacy)
 	if err != nil || got.Boots[0].OK() || got.Boots[0].Failure.Kind != "unknown" || !got.Boots[1].OK() {
 		t.Fatalf("legacy: %+v, %v", got, err)
