@@ -56,6 +56,11 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 // Apply changes lab by the flags that were given, then validates it again.
 func (f *Flags) Apply(lab *Lab) error {
 	m := &lab.Matrix
+	for _, c := range shapeCounts {
+		if fl := c.flag(f); fl.IsSet() && fl.V < 1 {
+			return &FlagError{Msg: countError(c.key, fl.V)}
+		}
+	}
 	if f.Arch.IsSet() {
 		m.Arch = f.Arch.V
 	}

@@ -13,6 +13,7 @@ import (
 
 	"lab/internal/arch"
 	"lab/internal/benchmark"
+	"lab/internal/flagval"
 	"lab/internal/kconfig"
 	"lab/internal/series"
 	"lab/internal/topology"
@@ -331,7 +332,7 @@ func (l *Lab) validate(d *doc) error {
 			return at(err.Error(), "config", fmt.Sprint(i))
 		}
 	}
-	if err := l.Matrix.validate(at, l.host); err != nil {
+	if err := l.Matrix.validate(at, d, l.host); err != nil {
 		return err
 	}
 	for i, name := range l.Tools {
@@ -361,8 +362,9 @@ func (l *Lab) validate(d *doc) error {
 	return nil
 }
 
-// validate checks the matrix; at makes an error at the line of a key path.
-func (m *Matrix) validate(at func(msg string, keys ...string) error, h Host) error {
+// validate checks the matrix; at makes an error at the line of a key path,
+// d says which keys the file gave (nil after the command-line flags).
+func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h Host) error {
 	for i, name := range m.Arch {
 		a, err := arch.Lookup(name)
 		if err != nil {
@@ -384,6 +386,16 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, h Host) err
 	for i, c := range m.CPUs {
 		if c < 1 {
 			return at(fmt.Sprintf("cpus %d: want 1 or more", c), "matrix", "cpus", fmt.Sprint(i))
+		}
+	}
+	for i, n := range m.NUMA {
+		if n < 1 {
+			return at(fmt.Sprintf("numa %d: want 1 or more nodes (1: no NUMA)", n), "matrix", "numa", fmt.Sprint(i))
+		}
+	}
+	for _, c := range shapeCounts {
+		if v := *c.field(m); d.given("matrix."+c.key) && v < 1 {
+			return at(countError(c.key, v), "matrix", c.key)
 		}
 	}
 	switch m.Pin {
@@ -438,6 +450,24 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, h Host) err
 		}
 	}
 	return nil
+}
+
+// shapeCounts are the guest's topology counts a lab may leave out (lab
+// works them out from the vCPUs). Given, in the file or as a flag, each must
+// be at least 1: 0 is a value, and no guest has 0 sockets.
+var shapeCounts = []struct {
+	key   string
+	field func(*Matrix) *int
+	flag  func(*Flags) *flagval.Int
+}{
+	{"sockets", func(m *Matrix) *int { return &m.Sockets }, func(f *Flags) *flagval.Int { return &f.Sockets }},
+	{"clusters", func(m *Matrix) *int { return &m.Clusters }, func(f *Flags) *flagval.Int { return &f.Clusters }},
+	{"cores", func(m *Matrix) *int { return &m.Cores }, func(f *Flags) *flagval.Int { return &f.Cores }},
+	{"threads", func(m *Matrix) *int { return &m.Threads }, func(f *Flags) *flagval.Int { return &f.Threads }},
+}
+
+func countError(key string, v int) string {
+	return fmt.Sprintf("%s %d: want 1 or more (leave %s out and lab works it out from the vCPUs)", key, v, key)
 }
 
 // validateShapes resolves every shape, and checks its memory against the
