@@ -33,6 +33,7 @@ import (
 	"lab/internal/verdict"
 	"lab/internal/version"
 	"lab/internal/vm"
+	"lab/internal/workpool"
 )
 
 // Options are the inputs of a bisect besides the lab.
@@ -649,7 +650,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 		ks = append(ks, 0, n)
 	}
 	ends := make([]results.Boot, len(ks))
-	errs, stop := inParallel(ctx, len(ks), b.workers(), func(ctx context.Context, i int) (err error) {
+	errs, stop := workpool.Run(ctx, len(ks), b.workers(), func(ctx context.Context, i int) (err error) {
 		ends[i], err = b.bootStep(ctx, ks[i])
 		return err
 	}, stopAlways)

@@ -15,6 +15,7 @@ import (
 	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
+	"lab/internal/workpool"
 )
 
 // Obs is one boot of one step: the figure followed, and the controls'
@@ -286,15 +287,15 @@ func (s *search) workers() int {
 // the figures to the steps in the order of ks, not the order the guests
 // finish in, so that the record does not depend on which finished first.
 // It returns each boot's error, and the index in ks of the one that
-// stopped the batch (see inParallel), -1 when none did.
+// stopped the batch (see workpool.Run), -1 when none did.
 func (s *search) bootAll(ctx context.Context, ks []int, stops func(error) bool) ([]error, int) {
 	obs := make([]Obs, len(ks))
-	errs, stop := inParallel(ctx, len(ks), s.workers(), func(ctx context.Context, i int) (err error) {
+	errs, stop := workpool.Run(ctx, len(ks), s.workers(), func(ctx context.Context, i int) (err error) {
 		obs[i], err = s.env.Measure(ctx, ks[i])
 		return err
 	}, stops)
 	for i, k := range ks {
-		if errors.Is(errs[i], errNotStarted) {
+		if errors.Is(errs[i], workpool.ErrNotStarted) {
 			continue
 		}
 		s.res.Measured++

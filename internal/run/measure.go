@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/initramfs/protocol"
@@ -16,6 +17,7 @@ import (
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/vm"
+	"lab/internal/workpool"
 )
 
 // measure boots every slot, shape after shape, saving results.json after
@@ -51,67 +53,50 @@ func (r *Runner) measure(ctx context.Context, plans []ShapePlan, slots []shard.S
 	return failed, nil
 }
 
-// booted is one finished boot of a shape.
-type booted struct {
-	boot  results.Boot
-	err   error
-	label string
-}
-
 // measureShape boots slots[start:end], all of one plan, up to p.Parallel at
 // a time. Boot numbers follow the slots, whatever order boots finish in.
+// Ctrl-C starts no new boot and collects the running ones; a results.json
+// that cannot be saved ends the batch.
 func (r *Runner) measureShape(ctx context.Context, p ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir string) (int, error) {
-	workers := min(max(p.Parallel, 1), end-start)
-	jobs := make(chan int)
-	done := make(chan booted)
-	for w := 0; w < workers; w++ {
-		go func() {
-			for n := range jobs {
-				sl := slots[n]
-				label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
-				qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
-				b, err := r.boot(ctx, p, sl.Variant, art, sl.Index, qmp, label)
-				b.Round = sl.Round
-				done <- booted{b, err, label}
-			}
-		}()
-	}
-	defer close(jobs)
-	failed, next, inflight := 0, start, 0
-	var interrupted string
-	for next < end || inflight > 0 {
-		var send chan<- int
-		if next < end && ctx.Err() == nil {
-			send = jobs // Ctrl-C: start no new boot, collect the running ones
-		} else if inflight == 0 {
-			break
+	var (
+		mu          sync.Mutex // one finished boot recorded at a time
+		failed      int
+		interrupted string
+	)
+	errs, stop := workpool.Run(ctx, end-start, p.Parallel, func(ctx context.Context, i int) error {
+		if ctx.Err() != nil {
+			return nil // Ctrl-C: no new boot
 		}
-		select {
-		case send <- next:
-			next++
-			inflight++
-		case d := <-done:
-			inflight--
-			b, err := d.boot, d.err
-			if err != nil {
-				b.Fail(err)
-				failed++
-			}
-			r.run.Boots = append(r.run.Boots, b)
-			sort.SliceStable(r.run.Boots, func(i, j int) bool { return r.run.Boots[i].Index < r.run.Boots[j].Index })
-			if serr := r.save(); serr != nil {
-				return failed, serr
-			}
-			switch {
-			case ctx.Err() != nil:
-				interrupted = d.label
-				r.logf("%s: interrupted", d.label)
-			case err != nil:
-				r.logf("%s FAILED (%s): %v", d.label, b.Failure.Kind, err)
-			default:
-				r.logf("%s: %s in %.1fs (agent up after %.1fs)", d.label, summary(b), b.Outcome.Wall.Seconds(), b.Outcome.ToAgent.Seconds())
-			}
+		n := start + i
+		sl := slots[n]
+		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
+		qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
+		b, err := r.boot(ctx, p, sl.Variant, art, sl.Index, qmp, label)
+		b.Round = sl.Round
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			b.Fail(err)
+			failed++
 		}
+		r.run.Boots = append(r.run.Boots, b)
+		sort.SliceStable(r.run.Boots, func(i, j int) bool { return r.run.Boots[i].Index < r.run.Boots[j].Index })
+		if serr := r.save(); serr != nil {
+			return serr
+		}
+		switch {
+		case ctx.Err() != nil:
+			interrupted = label
+			r.logf("%s: interrupted", label)
+		case err != nil:
+			r.logf("%s FAILED (%s): %v", label, b.Failure.Kind, err)
+		default:
+			r.logf("%s: %s in %.1fs (agent up after %.1fs)", label, summary(b), b.Outcome.Wall.Seconds(), b.Outcome.ToAgent.Seconds())
+		}
+		return nil
+	}, func(error) bool { return true })
+	if stop >= 0 {
+		return failed, errs[stop]
 	}
 	if ctx.Err() != nil {
 		return failed, fmt.Errorf("interrupted during %s: %w", interrupted, ctx.Err())
