@@ -455,25 +455,26 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 }
 
 // blame says why a step does not compile, first line first: the
-// compiler's error (file and line, relative to the tree) and the patch that
+// compiler's error (file and line, relative to the tree) and the step that
 // last touched that file; make's output follows.
 func (b *bisector) blame(ctx context.Context, k int, be *kbuild.BuildError) string {
 	msg := be.Err.Error()
-	file, line := be.CompilerError()
-	if file == "" {
-		return msg
-	}
-	for j := k; j >= 1; j-- {
-		changed, err := b.tree.Changed(ctx, b.steps[j-1].Commit, b.steps[j].Commit)
-		if err != nil {
-			break
-		}
-		for _, c := range changed {
-			if sameFile(file, c) {
-				// The compiler's path with the tree's in front of its line.
-				return fmt.Sprintf("%s%s (%s touched %s)\n%s", c, strings.TrimPrefix(line, file), b.steps[j].Name, c, msg)
+	line, ok := kbuild.Blame(be, func(file string) (string, []string) {
+		for j := k; j >= 1; j-- {
+			changed, err := b.tree.Changed(ctx, b.steps[j-1].Commit, b.steps[j].Commit)
+			if err != nil {
+				break
+			}
+			for _, c := range changed {
+				if kbuild.SameFile(file, c) {
+					return c, []string{b.steps[j].Name}
+				}
 			}
 		}
+		return "", nil
+	})
+	if !ok {
+		return msg
 	}
 	return line + "\n" + msg
 }
@@ -748,10 +749,4 @@ func contains[T comparable](s []T, v T) bool {
 		}
 	}
 	return false
-}
-
-// sameFile says whether the compiler's path names the tree's file (the
-// compiler may print it with the source directory in front).
-func sameFile(compiler, file string) bool {
-	return compiler == file || strings.HasSuffix(compiler, "/"+file)
 }

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -261,21 +260,11 @@ func (r *Runner) guestTools(ctx context.Context, tree *source.Tree, a arch.Arch,
 // blame puts first, for a kernel that does not compile, the compiler's
 // error and the patches of the series that touch its file.
 func blame(err error, ser *series.Series) error {
-	var be *kbuild.BuildError
-	if !errors.As(err, &be) {
+	line, ok := kbuild.Blame(err, func(file string) (string, []string) { return "", ser.Touching(file) })
+	if !ok {
 		return err
 	}
-	file, line := be.CompilerError()
-	if file == "" {
-		return err
-	}
-	who := "no patch of the series touches it"
-	if ps := ser.Touching(strings.TrimLeft(file, "./")); len(ps) > 0 {
-		who = "touched by " + strings.Join(ps, ", ")
-	} else if ps := ser.Touching(file); len(ps) > 0 {
-		who = "touched by " + strings.Join(ps, ", ")
-	}
-	return fmt.Errorf("%s (%s)\n%w", line, who, err)
+	return fmt.Errorf("%s\n%w", line, err)
 }
 
 // kernel finds the kernel of one variant in the cache or builds it.
