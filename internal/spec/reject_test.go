@@ -11,7 +11,7 @@ import (
 )
 
 // goTypes are the Go and YAML-library words a message must not show.
-var goTypes = regexp.MustCompile(`\[\]string|\[\]int|spec\.|!!\w+|unmarshal|struct field|interface \{\}|reflect`)
+var goTypes = regexp.MustCompile(`\[\]string|\[\]int|spec\.|!!\w+|unmarshal|struct field|interface \{\}|reflect|%!|<nil>|\ba [aeiou]|error parsing|parsing time|Go `)
 
 // Every bad lab file gets one line at file:line that says what to write.
 func TestRejectsOneLine(t *testing.T) {
@@ -55,6 +55,19 @@ func TestRejectsOneLine(t *testing.T) {
 		{"just text\n", 1, `not the value "just text"`},
 		{`{"lab": 1}` + "\n", 1, `unknown key "lab" (known: claims, config,`},
 		{"name: *x\n", 1, "*x: no &x anchor above it"},
+		// An item of a list is named as one, and keys are names.
+		{head + "matrix:\n  arch: [[x86_64]]\n", 4, "item 1 of matrix.arch takes one value, not a list: write e.g. arch: [x86_64]"},
+		{head + "matrix:\n  cpus: [1, {a: 1}]\n", 4, "item 2 of matrix.cpus takes a whole number, not a set of keys: write e.g. cpus: [2]"},
+		{head + "claims: [1]\n", 3, `item 1 of claims takes keys under it (benchmark, direction, min, note, producers, scaling), not the value "1"`},
+		{head + "matrix:\n  numa_layout:\n    distances: [10, 20]\n", 5, `item 1 of matrix.numa_layout.distances takes a list, not the value "10": write e.g. distances: [[10, 20], [20, 10]]`},
+		{head + "matrix:\n  numa_layout:\n    distances: 5\n", 5, `matrix.numa_layout.distances takes a list, not the value "5": write e.g. distances: [[10, 20], [20, 10]]`},
+		{head + "matrix:\n  affinity: [true]\n", 4, "matrix.affinity takes true or false, not a list"},
+		{head + "\"\": x\n", 3, "a key must be a name: this one is empty"},
+		{head + "~: x\n", 3, "a key must be a name: this one is empty"},
+		{head + "[a]: x\n", 3, "a key must be a name: a list or a set of keys cannot be one"},
+		{head + "<<: {mode: apply}\n", 3, "<<: a lab file does not merge keys from elsewhere: write the keys out"},
+		{"&k name: t\nseries: s1\n", 0, ""},
+		{head + "console_expect: ['ok (']\n", 3, `console_expect "ok (": not a regular expression: missing closing )`},
 		{head + "matrix:\n  arch: [x86_64\n  cpus: [2]\n", 5, "a [ list is not closed"},
 		{head + "matrix:\n  arch: [x86_64]\n   cpus: [2]\n", 5, "this line's indentation does not fit"},
 		{"name t\nseries: s1\n", 1, "this line is not key: value: put a colon and a space after the key"},

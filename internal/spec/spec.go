@@ -3,10 +3,12 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"time"
@@ -342,7 +344,12 @@ func (l *Lab) validate(d *doc) error {
 	}
 	for i, e := range l.ConsoleExpect {
 		if _, err := regexp.Compile(e); err != nil {
-			return at(fmt.Sprintf("console_expect %q: %v", e, err), "console_expect", fmt.Sprint(i))
+			why := err.Error()
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				why = string(se.Code) // without Go's "error parsing regexp:"
+			}
+			return at(fmt.Sprintf("console_expect %q: not a regular expression: %s", e, why), "console_expect", fmt.Sprint(i))
 		}
 	}
 	for i, c := range l.Claims {

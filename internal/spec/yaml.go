@@ -143,6 +143,7 @@ var syntaxRewrites = []struct{ has, say string }{
 	{"unexpected key name", "this line is not key: value: put a colon and a space after the key"},
 	{"non-map value is specified", "this line is not key: value: put a colon and a space after the key"},
 	{"is a reserved character", "a value cannot start with @ or `: put it in quotes"},
+	{"found an invalid key for this map", "a key must be a name: a list or a set of keys cannot be one"},
 }
 
 // syntaxError makes the parser's error one line at file:line.
@@ -176,9 +177,9 @@ func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
 	}
 	if n.Type() == ast.NullType {
 		if t := v.Type(); t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-			return d.errAt(n, "%s has nothing under it: indent its keys by two spaces under %s:", show(path), key(path))
+			return d.errAt(n, "%s has nothing under it: indent its keys by two spaces under %s:", subject(path), key(path))
 		}
-		return d.errAt(n, "%s has no value: give one, or remove the line for the default", show(path))
+		return d.errAt(n, "%s has no value: give one, or remove the line for the default", subject(path))
 	}
 	switch t := v.Type(); {
 	case t == durationType:
@@ -193,7 +194,7 @@ func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
 	case t.Kind() == reflect.String:
 		s, ok := scalar(n)
 		if !ok {
-			return d.errAt(n, "%s takes one value, not %s: write e.g. %s: %s", show(path), describe(n), key(path), example(path))
+			return d.errAt(n, "%s takes one value, not %s: write e.g. %s: %s", subject(path), describe(n), key(path), example(path))
 		}
 		v.SetString(s)
 		return nil
@@ -201,6 +202,9 @@ func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
 		return d.integer(n, v, path)
 	case t.Kind() == reflect.Bool:
 		b, ok := n.(*ast.BoolNode)
+		if _, isScalar := scalar(n); !ok && !isScalar {
+			return d.errAt(n, "%s takes true or false, not %s", subject(path), describe(n))
+		}
 		if !ok {
 			return d.errAt(n, "%s: %s: write true or false", show(path), text(n))
 		}
@@ -248,12 +252,22 @@ func (d *doc) mapping(n ast.Node, v reflect.Value, path string) error {
 	case *ast.MappingValueNode:
 		pairs = []*ast.MappingValueNode{m}
 	default:
-		return d.errAt(n, "%s takes keys under it (%s), not %s", show(path), strings.Join(names, ", "), describe(n))
+		return d.errAt(n, "%s takes keys under it (%s), not %s", subject(path), strings.Join(names, ", "), describe(n))
 	}
 	for _, p := range pairs {
-		k, ok := scalar(p.Key)
-		if !ok {
-			return d.errAt(p.Key, "a key must be a name, not %s", describe(p.Key))
+		if _, merge := p.Key.(*ast.MergeKeyNode); merge {
+			return d.errAt(p.Key, "<<: a lab file does not merge keys from elsewhere: write the keys out")
+		}
+		kn, err := d.resolve(p.Key)
+		if err != nil {
+			return err
+		}
+		k, ok := scalar(kn)
+		switch {
+		case kn.Type() == ast.NullType || ok && k == "":
+			return d.errAt(p.Key, "a key must be a name: this one is empty")
+		case !ok:
+			return d.errAt(p.Key, "a key must be a name, not %s", describe(kn))
 		}
 		i, ok := fields[k]
 		if !ok {
@@ -292,8 +306,11 @@ func yamlFields(t reflect.Type) (map[string]int, []string) {
 func (d *doc) list(n ast.Node, v reflect.Value, path string) error {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		if s, isScalar := scalar(n); isScalar {
+		if s, isScalar := scalar(n); isScalar && !isItem(path) && v.Type().Elem().Kind() != reflect.Slice {
 			return d.errAt(n, "%s takes a list, even of one: write %s: [%s]", show(path), key(path), s)
+		}
+		if _, isScalar := scalar(n); isScalar || isItem(path) {
+			return d.errAt(n, "%s takes a list, not %s: write e.g. %s: %s", subject(path), describe(n), key(path), example(path))
 		}
 		return d.errAt(n, "%s takes a list, not %s: start each item with \"- \" or write [a, b]", show(path), describe(n))
 	}
@@ -322,7 +339,7 @@ func (d *doc) integer(n ast.Node, v reflect.Value, path string) error {
 			}
 			return d.errAt(n, "%s: %s is not a whole number: write e.g. %s: %s", show(path), text(n), key(path), example(path))
 		}
-		return d.errAt(n, "%s takes a whole number, not %s: write e.g. %s: %s", show(path), describe(n), key(path), example(path))
+		return d.errAt(n, "%s takes a whole number, not %s: write e.g. %s: %s", subject(path), describe(n), key(path), example(path))
 	}
 	var x int64
 	switch val := in.Value.(type) {
@@ -346,7 +363,7 @@ func (d *doc) integer(n ast.Node, v reflect.Value, path string) error {
 func (d *doc) duration(n ast.Node, v reflect.Value, path string) error {
 	s, ok := scalar(n)
 	if !ok {
-		return d.errAt(n, "%s takes one duration, not %s: write e.g. %s: 5s", show(path), describe(n), key(path))
+		return d.errAt(n, "%s takes one duration, not %s: write e.g. %s: 5s", subject(path), describe(n), key(path))
 	}
 	dur, err := time.ParseDuration(s)
 	if err != nil {
@@ -445,6 +462,24 @@ func show(path string) string {
 		return "the lab file"
 	}
 	return strings.Join(keep, ".")
+}
+
+// subject names path as the subject of a message: a key ("matrix.cpus"),
+// or an item of a list ("item 2 of matrix.cpus").
+func subject(path string) string {
+	if !isItem(path) {
+		return show(path)
+	}
+	i := strings.LastIndex(path, ".")
+	n, _ := strconv.Atoi(path[i+1:])
+	return fmt.Sprintf("item %d of %s", n+1, show(path[:i]))
+}
+
+// isItem reports whether path is an item of a list ("matrix.cpus.0").
+func isItem(path string) bool {
+	i := strings.LastIndex(path, ".")
+	_, err := strconv.Atoi(path[i+1:])
+	return i >= 0 && err == nil
 }
 
 func join(path, k string) string {
