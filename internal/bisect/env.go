@@ -1,0 +1,117 @@
+package bisect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/vm"
+)
+
+// Measure boots step k once and reads the figure. Boots of steps whose
+// kernels are built may run side by side.
+func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
+	end := k == 0 || k == len(b.steps)-1
+	b.mu.Lock()
+	if b.opt.Run && end && b.plan.Clock == vm.ClockICount && b.ends == nil {
+		b.loadEnds()
+	}
+	if q := b.pending[k]; len(q) > 0 {
+		b.pending[k] = q[1:]
+		b.mu.Unlock()
+		from := "a boot of the ends that chose the figure"
+		if b.opt.Run {
+			from = "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
+		}
+		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, from)
+		return q[0], nil
+	}
+	b.mu.Unlock()
+	boot, err := b.bootStep(ctx, k)
+	if err != nil {
+		return Obs{}, err
+	}
+	o, err := b.obs(boot)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err == nil && b.ends != nil && end {
+		b.saveEnd(k, o)
+	}
+	return o, err
+}
+
+// bootStep boots step k, building its kernel first if need be (callers
+// that boot side by side build first: there is one source tree).
+func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
+	st := &b.steps[k]
+	if st.Kernel == nil {
+		if _, err := b.Image(ctx, k); err != nil {
+			return results.Boot{}, err
+		}
+	}
+	b.mu.Lock()
+	b.booted++
+	idx := b.booted
+	b.mu.Unlock()
+	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
+	if err != nil {
+		return results.Boot{}, err
+	}
+	defer os.RemoveAll(qmpDir)
+	booter := run.Booter{Dir: b.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
+	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
+	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.initrd, "", idx, fmt.Sprintf("step%02d", k), label)
+	boot.Variant = b.variantOf(k)
+	if err != nil {
+		boot.Fail(err)
+	}
+	b.mu.Lock()
+	b.run.Boots = append(b.run.Boots, boot)
+	sort.SliceStable(b.run.Boots, func(i, j int) bool { return b.run.Boots[i].Index < b.run.Boots[j].Index })
+	st.Boots = append(st.Boots, idx)
+	sort.Ints(st.Boots)
+	werr := b.run.Write(b.dir)
+	b.mu.Unlock()
+	if werr != nil {
+		return boot, werr
+	}
+	switch {
+	case err == nil:
+		return boot, nil
+	case vm.KernelFault(vm.Kind(err)):
+		return boot, &SkipError{Why: "does not boot (" + vm.Kind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+	}
+	return boot, err
+}
+
+// obs reads the followed figure and the controls' rates from a boot.
+func (b *bisector) obs(boot results.Boot) (Obs, error) {
+	v, ok := b.fig.Of(boot)
+	if !ok {
+		return Obs{}, &SkipError{Why: "no figure", Err: fmt.Errorf("boot %d did not measure %s", boot.Index, b.fig)}
+	}
+	o := Obs{Value: v, Controls: map[string]float64{}}
+	for _, r := range boot.Results {
+		if benchmark.IsControl(r.Benchmark) && r.Tool == "" && r.OK() && r.Producers == 1 {
+			o.Controls[r.Benchmark] = protocol.Rate(r.Samples)
+		}
+	}
+	b.logf("boot %d (step %s): %s = %s", boot.Index, stepOf(b.steps, boot.Index), b.fig, formatFigure(*b.fig, v))
+	return o, nil
+}
+
+func stepOf(steps []results.BisectStep, boot int) string {
+	for _, s := range steps {
+		if contains(s.Boots, boot) {
+			return fmt.Sprint(s.Index)
+		}
+	}
+	return "?"
+}
