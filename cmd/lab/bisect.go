@@ -11,12 +11,12 @@ import (
 	"strings"
 
 	"lab/internal/bisect"
+	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/spec"
-	"lab/internal/vm"
 )
 
 const bisectHelp = `lab bisect LAB.yaml [flags]: which patch of the lab's series moved a figure
@@ -37,22 +37,15 @@ for every later step:
   cd ~/linux && git bisect start BAD GOOD
   git bisect run lab bisect --run --good GOOD --bad BAD --benchmark uprobe-nop LAB.yaml
 
-Exit codes (--run: 0 like good, 1 like bad, 125 skip: it does not build or
-boot, or it stayed unclear; 128 stops git bisect: the ends do not differ, or
-lab failed, whatever the reason):
-  0  culprit found (with --each: the change shared out patch by patch)
-  1  lab failed (a bad lab file, a series that does not apply)
-  2  usage: the command line is wrong
-  3  the ends do not differ: nothing to bisect
-  4  unclear: a range of suspects, an unclear step, or a figure that is not monotonic
-  5  infrastructure failure (QEMU could not start, the disk is full)
-  130  interrupted by SIGINT (143: SIGTERM)
+The flags of lab run that choose what one run boots (--only, --shard,
+--no-build) are not lab bisect's: it boots every step it needs, on this host,
+building what it boots.
 
 Flags:
 `
 
-// bisectFlags are lab bisect's flags: the lab and run overrides, and the
-// figure, the range and the mode of the bisect.
+// bisectFlags are lab bisect's flags: the lab overrides, the run options
+// a bisect uses, and the figure, the range and the mode of the bisect.
 type bisectFlags struct {
 	lab                     spec.Flags
 	run                     run.Flags
@@ -63,7 +56,14 @@ type bisectFlags struct {
 
 func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
 	f.lab.RegisterFlags(fs)
-	f.run.RegisterFlags(fs)
+	// Of lab run's flags, those a bisect uses: a flag it would ignore
+	// (--shard, --no-build) is an unknown flag, not a silent no-op.
+	runFlags := flag.NewFlagSet("", flag.ContinueOnError)
+	f.run.RegisterFlags(runFlags)
+	for _, name := range []string{"accel", "cache", "results", "j", "sandbox", "parallel"} {
+		rf := runFlags.Lookup(name)
+		fs.Var(rf.Value, rf.Name, rf.Usage)
+	}
 	fs.Var(&f.bench, "benchmark", "the benchmark to follow, at --producers (one count)")
 	fs.Var(&f.scaling, "scaling", "follow the benchmark's rate(P)/rate(1) ratio instead of its rate")
 	fs.Var(&f.claim, "claim", "follow the lab's N-th claim (1-based)")
@@ -79,9 +79,6 @@ func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
 func (f *bisectFlags) options(inv invocation) (bisect.Options, error) {
 	if len(inv.args) != 1 {
 		return bisect.Options{}, usagef("bisect takes one lab file, got %d", len(inv.args))
-	}
-	if f.run.Only.IsSet() {
-		return bisect.Options{}, usagef("--only: a bisect boots every step it needs")
 	}
 	lab, err := spec.Load(inv.args[0])
 	if err != nil {
@@ -132,21 +129,25 @@ func bisectCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	}
 	return func(ctx context.Context, inv invocation) error {
 		err := f.bisect(ctx, inv)
-		if !f.probe.V {
-			return err
-		}
-		// git bisect run reads 1..127 but 125 as "bad": whatever went
-		// wrong must stop it, not blame the commit.
-		var ce codeError
-		if err != nil && !(errors.As(err, &ce) && (ce.code == bisect.RunBad || ce.code == bisect.RunSkip)) {
-			return codeError{bisect.RunAbort, err}
+		if f.probe.V {
+			return forGitBisect(err)
 		}
 		return err
 	}
 }
 
-// bisect runs the bisect, writes its reports and turns its outcome into
-// the exit code.
+// forGitBisect is a --run bisect's error as git bisect run must read it:
+// git reads 1..127 but 125 as "bad", so whatever went wrong must stop it
+// (128), not blame the commit.
+func forGitBisect(err error) error {
+	var ce codeError
+	if err != nil && !(errors.As(err, &ce) && (ce.code == exitcode.Bad || ce.code == exitcode.Skip)) {
+		return codeError{exitcode.Stop, err}
+	}
+	return err
+}
+
+// bisect runs the bisect, writes its reports and returns its outcome.
 func (f *bisectFlags) bisect(ctx context.Context, inv invocation) error {
 	opt, err := f.options(inv)
 	if err != nil {
@@ -164,23 +165,26 @@ func (f *bisectFlags) bisect(ctx context.Context, inv invocation) error {
 		}
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		var ie *vm.InfraError
-		if errors.As(err, &ie) {
-			return codeError{bisect.ExitInfra, err}
-		}
-		return err
+		return err // main tells the infrastructure's failures (5) from the rest
 	}
-	if f.probe.V {
-		if code := bisect.RunExitCode(res.Bisect); code != bisect.RunGood {
-			return codeError{code, fmt.Errorf("bisect --run: HEAD is %s", res.Bisect.Steps[min(1, len(res.Bisect.Steps)-1)].Verdict)}
+	return outcomeError(res.Bisect, f.probe.V)
+}
+
+// outcomeError is a finished bisect's outcome as an error carrying its
+// exit code, nil for a culprit (or, with --run, a HEAD like the good end).
+func outcomeError(bi *results.Bisect, probe bool) error {
+	if probe {
+		if code := bisect.RunExitCode(bi); code != exitcode.Good {
+			verdict := "not judged"
+			if bi != nil && len(bi.Steps) > 0 {
+				verdict = bi.Steps[min(1, len(bi.Steps)-1)].Verdict
+			}
+			return codeError{code, fmt.Errorf("bisect --run: HEAD is %s", verdict)}
 		}
 		return nil
 	}
-	if code := bisect.ExitCode(res.Bisect.Outcome); code != 0 {
-		return codeError{code, fmt.Errorf("bisect: %s", res.Bisect.Outcome)}
+	if code := bisect.ExitCode(bi.Outcome); code != exitcode.Found {
+		return codeError{code, fmt.Errorf("bisect: %s", bi.Outcome)}
 	}
 	return nil
 }

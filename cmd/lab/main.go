@@ -15,13 +15,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"lab/internal/benchmark"
-	"lab/internal/bisect"
+	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
 	"lab/internal/report"
@@ -30,6 +29,7 @@ import (
 	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/version"
+	"lab/internal/vm"
 )
 
 const usage = `usage:
@@ -44,40 +44,32 @@ const usage = `usage:
   lab table RUN-DIR            print the report of a saved run again
   lab benchmarks               the guest benchmarks lab can run
   lab host [--kvm ARCH]        the accelerator each arch's guests get here, and why
-  lab help COMMAND             a command's flags
+  lab help COMMAND             a command's flags and exit codes
+  lab help exit-codes          every exit code of every command
 `
 
-// Exit codes besides the CI gates' (report.ExitRegression, ExitClaims).
-const (
-	exitError     = 1   // the command failed
-	exitUsage     = 2   // bad command line
-	exitInterrupt = 130 // stopped by a signal: 128 + the signal (130 SIGINT, 143 SIGTERM)
-)
-
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	var got atomic.Int32
 	go func() {
 		// The first signal stops the work: the running guest and build are
 		// stopped and what was measured is saved. A second one does not
 		// wait for that.
 		s := (<-sigs).(syscall.Signal)
-		got.Store(int32(s))
 		fmt.Fprintf(os.Stderr, "\nlab: %s: stopping (again to quit at once)\n", s)
-		cancel()
+		cancel(stopSignal{s})
 		<-sigs
-		os.Exit(128 + int(s))
+		os.Exit(int(exitcode.Signalled(s)))
 	}()
-	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if s := got.Load(); s != 0 && code == exitInterrupt {
-		// As a shell reports a command a signal stopped: 130 for SIGINT,
-		// 143 for SIGTERM.
-		code = 128 + int(s)
-	}
-	os.Exit(code)
+	os.Exit(runMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// stopSignal is why lab's context was cancelled: the signal that stopped
+// it, whose number the exit code carries.
+type stopSignal struct{ sig syscall.Signal }
+
+func (s stopSignal) Error() string { return s.sig.String() }
 
 // command is one subcommand: its flags are registered on fs, then it runs.
 type command struct {
@@ -110,19 +102,24 @@ func commands() []command {
 	}
 }
 
+// runMain runs one command line and returns its exit code, one of the
+// exitcode table's for that command.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return int(exitcode.Usage)
 	}
 	name := args[0]
 	if name == "-h" || name == "--help" || name == "help" {
-		if len(args) > 1 {
-			name = args[1]
-		} else {
+		switch {
+		case len(args) == 1:
 			fmt.Fprint(stdout, usage)
-			return 0
+			return int(exitcode.OK)
+		case args[1] == "exit-codes":
+			fmt.Fprint(stdout, exitcode.Help())
+			return int(exitcode.OK)
 		}
+		name = args[1]
 		args = []string{name, "-h"}
 	}
 	for _, c := range commands() {
@@ -138,40 +135,79 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		pos, err := parseInterleaved(fs, args[1:])
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			fmt.Fprint(fs.Output(), exitcode.CommandHelp(name))
+			return int(exitcode.OK)
 		}
+		table := tableName(name, args[1:])
 		if err != nil {
-			if name == "bisect" && slices.ContainsFunc(args, func(a string) bool { return a == "--run" || a == "-run" }) {
-				// Under git bisect run, 2 would blame the commit.
-				return bisect.RunAbort
-			}
-			return exitUsage // the flag package has said what is wrong
+			// The flag package has said what is wrong. (Under git bisect
+			// run, 2 would blame the commit: Documented makes it 128.)
+			return int(exitcode.Documented(table, exitcode.Usage))
 		}
 		err = do(ctx, invocation{args: pos, raw: args, out: stdout})
-		if err == nil {
-			return 0
+		if err != nil {
+			fmt.Fprintln(stderr, "lab:", err)
 		}
-		fmt.Fprintln(stderr, "lab:", err)
-		var ge *report.GateError
-		var ue usageError
-		var ce codeError
-		var fe *spec.FlagError
-		switch {
-		case ctx.Err() != nil:
-			return exitInterrupt
-		case errors.As(err, &ge):
-			return ge.Code
-		case errors.As(err, &ce):
-			// Its own code first, whatever it wraps (lab bisect --run
-			// turns a usage error into git bisect's "stop").
-			return ce.code
-		case errors.As(err, &ue), errors.As(err, &fe):
-			return exitUsage
-		}
-		return exitError
+		return exitFor(ctx, table, err)
 	}
 	fmt.Fprintf(stderr, "lab: unknown command %q\n%s", name, usage)
-	return exitUsage
+	return int(exitcode.Usage)
+}
+
+// tableName is the command as the exit-code table names it: lab bisect
+// --run answers git bisect run, in its codes.
+func tableName(name string, args []string) string {
+	if name == "bisect" && slices.ContainsFunc(args, func(a string) bool {
+		return a == "--run" || a == "-run" || a == "--run=true" || a == "-run=true"
+	}) {
+		return exitcode.BisectRun
+	}
+	return name
+}
+
+// exitFor is the exit code of a command, as the table names it, that
+// ended with err: 0 for nil, else the code of what went wrong when the
+// table gives it to the command, else the command's plain failure.
+func exitFor(ctx context.Context, command string, err error) int {
+	if err == nil {
+		return int(exitcode.OK)
+	}
+	return int(exitcode.Documented(command, exitCode(ctx, err)))
+}
+
+// exitCode is the code of what went wrong: a signal, a gate, a command's
+// own code, the command line, the infrastructure (QEMU, the host, a full
+// disk), or else the lab, the kernel or the input.
+func exitCode(ctx context.Context, err error) exitcode.Code {
+	var ge *report.GateError
+	var ce codeError
+	var ue usageError
+	var fe *spec.FlagError
+	var fb *run.FailedBootsError
+	var ie *vm.InfraError
+	var ss stopSignal
+	switch {
+	case ctx.Err() != nil && errors.As(context.Cause(ctx), &ss):
+		return exitcode.Signalled(ss.sig)
+	case ctx.Err() != nil:
+		return exitcode.Interrupted
+	case errors.As(err, &ge):
+		return ge.Code
+	case errors.As(err, &ce):
+		// Its own code first, whatever it wraps (lab bisect --run
+		// turns a usage error into git bisect's "stop").
+		return ce.code
+	case errors.As(err, &ue), errors.As(err, &fe):
+		return exitcode.Usage
+	case errors.As(err, &fb):
+		if fb.Infrastructure() {
+			return exitcode.Infra
+		}
+		return exitcode.Failed
+	case errors.As(err, &ie), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return exitcode.Infra
+	}
+	return exitcode.Failed
 }
 
 // wantsHelp reports whether the command line asks for help.
@@ -194,7 +230,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // codeError is a failure with its own exit code (lab bisect's outcomes).
 type codeError struct {
-	code int
+	code exitcode.Code
 	err  error
 }
 
@@ -404,6 +440,9 @@ func compareCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		which, err := variant.Parse(v.V)
 		if err != nil {
 			return usagef("-variant: %v", err)
+		}
+		if f.gates.RequireClaims.V {
+			return usagef("--require-claims: a compare judges no claims (lab report RUN-DIR --require-claims does)")
 		}
 		a, err := loadRun(args[0])
 		if err != nil {

@@ -13,56 +13,38 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"lab/internal/exitcode"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/vm"
 )
 
-// Exit codes of lab bisect, for CI (documented in the README and in
-// `lab help bisect`).
-const (
-	ExitFound    = 0 // a culprit (or, with --each, the change shared out)
-	ExitError    = 1 // lab failed: a bad lab file, a series that does not apply, a bug
-	ExitUsage    = 2 // the command line is wrong
-	ExitNoChange = 3 // the ends do not differ: nothing to bisect
-	ExitUnclear  = 4 // a range of suspects, an unclear step, or a figure that is not monotonic
-	ExitInfra    = 5 // the infrastructure failed (QEMU could not start, the disk is full)
-)
-
-// Exit codes of lab bisect --run, as git bisect run reads them.
-const (
-	RunGood  = 0   // the step is like the good end
-	RunBad   = 1   // the step is like the bad end
-	RunSkip  = 125 // it does not build or boot, or it stayed unclear: git bisect skip
-	RunAbort = 128 // the ends do not differ, or lab could not judge: git bisect stops
-)
-
 // RunExitCode is the git bisect run exit code of a --run bisect.
-func RunExitCode(bi *results.Bisect) int {
+func RunExitCode(bi *results.Bisect) exitcode.Code {
 	if bi == nil || bi.Outcome != Probed || bi.Culprit <= 0 || bi.Culprit >= len(bi.Steps) {
-		return RunAbort
+		return exitcode.Stop
 	}
 	switch bi.Steps[bi.Culprit].Verdict {
 	case LikeGood, NoCode:
-		return RunGood
+		return exitcode.Good
 	case LikeBad:
-		return RunBad
+		return exitcode.Bad
 	}
-	return RunSkip
+	return exitcode.Skip
 }
 
 // ExitCode is the exit code for a bisect's outcome.
-func ExitCode(outcome string) int {
+func ExitCode(outcome string) exitcode.Code {
 	switch outcome {
 	case Found, Attributed:
-		return ExitFound
+		return exitcode.Found
 	case NoChange:
-		return ExitNoChange
+		return exitcode.NoChange
 	case Range, Doubt:
-		return ExitUnclear
+		return exitcode.Unclear
 	}
-	return ExitError
+	return exitcode.Failed
 }
 
 // Files are a bisect's reports by file name, from its results.json alone.

@@ -71,11 +71,3 @@ func TestReportFormats(t *testing.T) {
 		}
 	}
 }
-
-func TestExitCodes(t *testing.T) {
-	for outcome, want := range map[string]int{Found: 0, Attributed: 0, NoChange: 3, Range: 4, Doubt: 4, "": 1} {
-		if got := ExitCode(outcome); got != want {
-			t.Errorf("%q: exit %d, want %d", outcome, got, want)
-		}
-	}
-}

@@ -5,7 +5,7 @@
 // and Slurm templates take their numbers and words from here.
 //
 // 3 and 4 are read per command: the gates of run, merge, report and
-// compare, and bisect's outcomes. lab bisect --run speaks git bisect run's
+// compare (which judges no claims: 3 only), and bisect's outcomes. lab bisect --run speaks git bisect run's
 // language (0 good, 1 bad, 125 skip, 128 stop).
 package exitcode
 
@@ -28,7 +28,7 @@ const (
 	Usage  Code = 2 // the command line is wrong
 
 	Regression Code = 3 // --fail-on-regression of run, merge, report, compare
-	Claims     Code = 4 // --require-claims of run, merge, report, compare
+	Claims     Code = 4 // --require-claims of run, merge, report
 	NoChange   Code = 3 // lab bisect: the ends do not differ
 	Unclear    Code = 4 // lab bisect: no single culprit
 
@@ -80,6 +80,7 @@ type Entry struct {
 // Table is every exit code of every command, by code.
 func Table() []Entry {
 	gates := []string{"run", "merge", "report", "compare"}
+	claims := []string{"run", "merge", "report"}
 	stops := []string{"run", "build", "bisect", BisectRun, "submit"}
 	return []Entry{
 		{OK, "ok", "done as asked",
@@ -102,7 +103,7 @@ func Table() []Entry {
 		{NoChange, "no-change", "the ends do not differ: nothing to bisect",
 			[]string{"bisect"}, Answer},
 		{Claims, "claims", "--require-claims: a claim of the lab is not reproduced",
-			gates, Answer},
+			claims, Answer},
 		{Unclear, "unclear", "a range of suspects, an unclear step, or a figure that is not monotonic",
 			[]string{"bisect"}, Answer},
 		{Infra, "infrastructure", "not the kernel's fault: QEMU could not start or died, or the disk is full " +
@@ -196,8 +197,8 @@ func Help() string {
 	var b strings.Builder
 	b.WriteString("lab's exit codes, one table for every command. 3 and 4 are the gates of run,\n" +
 		"merge, report and compare, and the outcomes of bisect; bisect --run speaks\n" +
-		"git bisect run's language. A rerun note says what a CI engine should do:\n" +
-		"the Kubernetes template retries \"may succeed\" and fails on \"fails again\".\n\n")
+		"git bisect run's language. The rerun note is what a CI engine does: the\n" +
+		"Kubernetes template retries \"may succeed\" and fails on \"fails again\".\n\n")
 	fmt.Fprintf(&b, " code  %-14s  %s\n", "name", "meaning (commands)")
 	b.WriteString(text(Table(), true))
 	return b.String()

@@ -54,7 +54,7 @@ func TestStableNumbers(t *testing.T) {
 		{"run", 5, "infrastructure"}, {"run", 130, "interrupted"}, {"run", 143, "terminated"},
 		{"bisect", 0, "found"}, {"bisect", 3, "no-change"}, {"bisect", 4, "unclear"}, {"bisect", 5, "infrastructure"},
 		{BisectRun, 0, "good"}, {BisectRun, 1, "bad"}, {BisectRun, 125, "skip"}, {BisectRun, 128, "stop"},
-		{"report", 3, "regression"}, {"compare", 4, "claims"}, {"merge", 5, "infrastructure"}, {"host", 1, "failed"},
+		{"report", 3, "regression"}, {"report", 4, "claims"}, {"compare", 3, "regression"}, {"merge", 5, "infrastructure"}, {"host", 1, "failed"},
 	} {
 		if e, ok := Lookup(tc.command, tc.code); !ok || e.Name != tc.name {
 			t.Errorf("lab %s exit %d: %q (%v), want %q", tc.command, tc.code, e.Name, ok, tc.name)

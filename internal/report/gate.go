@@ -2,19 +2,16 @@ package report
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
+	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/verdict"
 )
 
-// Exit codes of the CI gates.
-const (
-	ExitRegression = 3 // --fail-on-regression: a non-control row is significantly slower
-	ExitClaims     = 4 // --require-claims: a claim of the lab is not reproduced
-)
-
-// GateFlags are the CI gates of lab run, report and compare.
+// GateFlags are the CI gates of lab run, merge, report and compare; their
+// exit codes are exitcode.Regression and exitcode.Claims.
 type GateFlags struct {
 	FailOnRegression flagval.Bool
 	RequireClaims    flagval.Bool
@@ -22,13 +19,13 @@ type GateFlags struct {
 
 // RegisterFlags adds the gates to fs.
 func (g *GateFlags) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(&g.FailOnRegression, "fail-on-regression", "exit 3 when a non-control row is significantly slower")
-	fs.Var(&g.RequireClaims, "require-claims", "exit 4 unless every claim of the lab is reproduced")
+	fs.Var(&g.FailOnRegression, "fail-on-regression", fmt.Sprintf("exit %d when a non-control row is significantly slower", exitcode.Regression))
+	fs.Var(&g.RequireClaims, "require-claims", fmt.Sprintf("exit %d unless every claim of the lab is reproduced", exitcode.Claims))
 }
 
 // GateError is a run or report that CI should fail, with its exit code.
 type GateError struct {
-	Code int
+	Code exitcode.Code
 	Msg  string
 }
 
@@ -38,12 +35,12 @@ func (e *GateError) Error() string { return e.Msg }
 func (g *GateFlags) Check(d *Document) error {
 	if g.FailOnRegression.V {
 		if reg := verdict.Regressions(d.Tables); len(reg) > 0 {
-			return &GateError{ExitRegression, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
+			return &GateError{exitcode.Regression, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
 		}
 	}
 	if g.RequireClaims.V {
 		if ok, bad := verdict.ClaimsOK(d.Claims); !ok {
-			return &GateError{ExitClaims, "claims not reproduced:\n  " + strings.Join(bad, "\n  ")}
+			return &GateError{exitcode.Claims, "claims not reproduced:\n  " + strings.Join(bad, "\n  ")}
 		}
 	}
 	return nil
