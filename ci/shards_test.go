@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"lab/internal/cluster"
+	"lab/internal/exitcode"
 	"lab/internal/spec"
 )
 
@@ -186,11 +188,56 @@ func checkManifests(t *testing.T, text string, n int) {
 		s.Parallelism == nil || int(*s.Parallelism) != n || s.BackoffLimitPerIndex == nil || s.PodFailurePolicy == nil {
 		t.Errorf("shards job spec %+v", s)
 	}
+	checkFailurePolicy(t, s.PodFailurePolicy)
 	c := s.Template.Spec.Containers[0]
 	if !strings.Contains(strings.Join(c.Args, " "), fmt.Sprintf(`--shard "$JOB_COMPLETION_INDEX/%d" --no-build`, n)) {
 		t.Errorf("shard pods do not take K from JOB_COMPLETION_INDEX: %q", c.Args)
 	}
 	if q, ok := c.Resources.Limits["devices.kubevirt.io/kvm"]; !ok || q.Value() != 1 {
 		t.Errorf("shard pods ask for no /dev/kvm: %v", c.Resources.Limits)
+	}
+}
+
+// The shards' pod failure policy is the exit-code table's: a pod the
+// cluster evicts does not count, the codes of lab run that a rerun would
+// not change (the kernel or the lab failed) fail the index, and those a
+// rerun may change (QEMU, the node, a signal) are retried.
+func checkFailurePolicy(t *testing.T, p *batchv1.PodFailurePolicy) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	want := []struct {
+		action batchv1.PodFailurePolicyAction
+		codes  []exitcode.Code
+	}{
+		{batchv1.PodFailurePolicyActionIgnore, nil},
+		{batchv1.PodFailurePolicyActionFailIndex, exitcode.Codes("run", exitcode.Futile)},
+		{batchv1.PodFailurePolicyActionCount, exitcode.Codes("run", exitcode.MayHelp)},
+	}
+	if len(p.Rules) != len(want) {
+		t.Fatalf("pod failure policy: %d rules, want %d: %+v", len(p.Rules), len(want), p.Rules)
+	}
+	for i, r := range p.Rules {
+		w := want[i]
+		if r.Action != w.action {
+			t.Errorf("rule %d: %s, want %s", i, r.Action, w.action)
+		}
+		if w.codes == nil {
+			if r.OnExitCodes != nil || len(r.OnPodConditions) != 1 || r.OnPodConditions[0].Type != corev1.DisruptionTarget {
+				t.Errorf("rule %d (%s): %+v, want on the DisruptionTarget condition", i, r.Action, r)
+			}
+			continue
+		}
+		var got []exitcode.Code
+		if r.OnExitCodes != nil {
+			for _, v := range r.OnExitCodes.Values {
+				got = append(got, exitcode.Code(v))
+			}
+		}
+		if r.OnExitCodes == nil || r.OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn ||
+			r.OnExitCodes.ContainerName == nil || *r.OnExitCodes.ContainerName != "lab" || !slices.Equal(got, w.codes) {
+			t.Errorf("rule %d (%s): exit codes %v of %+v, want %v (lab help exit-codes)", i, r.Action, got, r.OnExitCodes, w.codes)
+		}
 	}
 }

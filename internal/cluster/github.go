@@ -61,7 +61,7 @@ func dnsName(s string) string {
 	return out
 }
 
-func render(name, text string, d templateData) (string, error) {
+func render(name, text string, d any) (string, error) {
 	t, err := template.New(name).Funcs(template.FuncMap{"join": strings.Join}).Parse(text)
 	if err != nil {
 		return "", fmt.Errorf("%s template: %w", name, err)

@@ -1,6 +1,10 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+
+	"lab/internal/exitcode"
+)
 
 // DefaultImage is the container image the Kubernetes template names until
 // told otherwise (lab plan --image).
@@ -21,8 +25,24 @@ func Kubernetes(req Request, image string) (string, error) {
 		image = DefaultImage
 	}
 	d.Image = image
-	return render("k8s", k8sTemplate, d)
+	return render("k8s", k8sTemplate, k8sData{templateData: d,
+		FailIndex: exitcode.Codes("run", exitcode.Futile), Retry: exitcode.Codes("run", exitcode.MayHelp)})
 }
+
+// k8sData is what the Kubernetes template shows besides the common data:
+// the exit codes of a shard's lab run, from the exit-code table, on which
+// the pod failure policy fails the index (the kernel or the lab failed:
+// it would fail again) or retries it (QEMU, the node, a signal).
+type k8sData struct {
+	templateData
+	FailIndex, Retry []exitcode.Code
+}
+
+// Codes are codes as a YAML flow list's items: 1, 2.
+func (k8sData) Codes(codes []exitcode.Code) string { return exitcode.List(codes, "") }
+
+// Either is codes as words: 5, 130 or 143.
+func (k8sData) Either(codes []exitcode.Code) string { return exitcode.List(codes, "or") }
 
 const k8sTemplate = `# lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written by:
 #   {{.Generator}}
@@ -38,9 +58,12 @@ const k8sTemplate = `# lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written b
 #   until kubectl get job/{{.Name}}-shards -o jsonpath='{.status.conditions[?(@.status=="True")].type}' | grep -qE 'Complete|Failed'; do sleep 30; done
 #   kubectl apply -f FILE -l lab/unit=merge
 # The merge runs whatever became of the shards: lab merge names a missing or
-# partial shard in the report. A failed shard is retried once (a new pod of
-# the same index writes a new folder; the merge keeps the complete one),
-# except when lab itself failed (exit 1 or 2): rerunning would not help.
+# partial shard in the report. A shard that exits {{.Either .Retry}} (QEMU or the
+# node failed, or a signal stopped it) is retried once: a new pod of the same
+# index writes a new folder, and the merge keeps the complete one. One that
+# exits {{.Either .FailIndex}} (the kernel or the lab failed) would fail again:
+# its index fails. A pod the cluster evicts is retried without counting.
+# (lab help exit-codes says what each code means.)
 # /dev/kvm comes from KubeVirt's device plugin (devices.kubevirt.io/kvm); on
 # a cluster without it, drop that limit and set securityContext.privileged:
 # true with a hostPath volume for /dev/kvm, or let lab use TCG. The
@@ -118,14 +141,19 @@ spec:
   backoffLimitPerIndex: 1
   podFailurePolicy:
     rules:
+      - action: Ignore
+        onPodConditions:
+          - type: DisruptionTarget
       - action: FailIndex
         onExitCodes:
           containerName: lab
           operator: In
-          values: [1, 2]
-      - action: Ignore
-        onPodConditions:
-          - type: DisruptionTarget
+          values: [{{.Codes .FailIndex}}]
+      - action: Count
+        onExitCodes:
+          containerName: lab
+          operator: In
+          values: [{{.Codes .Retry}}]
   template:
     metadata:
       labels:
