@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"lab/internal/exitcode"
 )
 
 // Slurm is one submission of a lab run to Slurm: the scripts, logs, shard
@@ -121,9 +123,35 @@ func (s Slurm) submitScript() string {
 	return b.String()
 }
 
+// resubmitScript reruns shard K and merges again. It asks Slurm how the
+// shard's last task ended (sacct; scontrol while slurmctld remembers it) and
+// refuses, unless given --force, a task whose lab run exited with a code a
+// rerun would not change: the kernel or the lab failed. QEMU, the node, the
+// disk, a signal, a cancel or a lost node (exit 0:N from Slurm) are worth
+// a rerun, as is a task Slurm no longer knows.
 func (s Slurm) resubmitScript() string {
+	futile := exitcode.Codes("run", exitcode.Futile)
+	pattern := make([]string, len(futile))
+	for i, c := range futile {
+		pattern[i] = fmt.Sprint(int(c))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\n# Resubmits shard K of lab %s (a cancelled or failed task) and merges again\n# after it: resubmit.sh K\nset -eu\nk=${1:?usage: resubmit.sh K (0 to %d)}\n", s.Req.Lab.Name, s.Req.Shards-1)
+	fmt.Fprintf(&b, "#!/bin/sh\n# Resubmits shard K of lab %s and merges again after it: resubmit.sh K\n"+
+		"# [--force]. Worth it for a task that exited %s (QEMU, the node,\n"+
+		"# the disk; a signal), was cancelled or lost its node; a task whose lab run\n"+
+		"# exited %s (the kernel or the lab failed) would fail again: refused\n"+
+		"# without --force. (lab help exit-codes says what each code means.)\n"+
+		"set -eu\nk=${1:?usage: resubmit.sh K [--force] (K from 0 to %d)}\n",
+		s.Req.Lab.Name, exitcode.List(exitcode.Codes("run", exitcode.MayHelp), "or"), exitcode.List(futile, "or"), s.Req.Shards-1)
+	fmt.Fprintf(&b, "log=$(ls -t %s/boot-*_\"$k\".out 2>/dev/null | head -n 1)\n", Quote(s.Logs()))
+	b.WriteString(`if [ -n "$log" ] && [ "${2:-}" != --force ]; then
+	task=${log##*/boot-}
+	task=${task%.out}
+	code=$(sacct -n -X -P -o ExitCode -j "$task" 2>/dev/null | head -n 1)
+	[ -n "$code" ] || code=$(scontrol show job -o "$task" 2>/dev/null | sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p' | head -n 1)
+	case ${code%%:*} in
+`)
+	fmt.Fprintf(&b, "\t%s)\n\t\techo \"resubmit.sh: shard $k (task $task) exited ${code%%%%:*}: the kernel or the lab failed, and a rerun would fail again; see $log. resubmit.sh $k --force reruns it anyway.\" >&2\n\t\texit 1\n\t\t;;\n\tesac\nfi\n", strings.Join(pattern, "|"))
 	fmt.Fprintf(&b, "boot=$(%s)\nboot=${boot%%%%;*}\n", Line(s.ArrayJob("$k", "")))
 	fmt.Fprintf(&b, "merge=$(%s)\nmerge=${merge%%%%;*}\n", Line(s.MergeJob("", "$boot")))
 	fmt.Fprintf(&b, "echo \"boot $boot (shard $k), merge $merge; merged run: %s\"\n", s.Merged())
@@ -230,6 +258,10 @@ func (sub *Submission) Text() string {
 	fmt.Fprintf(&b, "merge job %s: lab merge, after every boot task has ended (a missing or partial shard becomes a caveat)\n", sub.Merge)
 	fmt.Fprintf(&b, "merged run: %s\nreport:     %s\nlogs:       %s\n", sub.Merged, sub.Report, sub.Logs)
 	fmt.Fprintf(&b, "watch:      squeue -j %s,%s,%s\n", sub.Build, sub.Boots, sub.Merge)
-	fmt.Fprintf(&b, "a shard K that failed or was cancelled: %s (reruns it, then merges again)\n", sub.Resubmit)
+	fmt.Fprintf(&b, "a shard K that failed or was cancelled: %s reruns it, then merges again;\n", sub.Resubmit)
+	fmt.Fprintf(&b, "  worth it when its task exited %s (QEMU, the node, the disk; a signal), or was cancelled or lost its node;\n",
+		exitcode.List(exitcode.Codes("run", exitcode.MayHelp), "or"))
+	fmt.Fprintf(&b, "  not when it exited %s (the kernel or the lab failed: it would fail again): resubmit.sh refuses it without --force\n",
+		exitcode.List(exitcode.Codes("run", exitcode.Futile), "or"))
 	return b.String()
 }
