@@ -185,7 +185,7 @@ func TestSignalDuringBoot(t *testing.T) {
 func uniqueLab(t *testing.T, tag string) string {
 	t.Helper()
 	root := testenv.Checkout(t, "../..")
-	tree, err := source.Prepare(context.Background(), spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, run.DefaultCache(), t.Logf)
+	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, run.DefaultCache(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestBisectFindsThePatch(t *testing.T) {
 	ctx := context.Background()
 	cache := run.DefaultCache()
 	root := testenv.Checkout(t, "../..")
-	tree, err := source.Prepare(ctx, spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
+	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ matrix:
 	if bi.Steps[0].Kernel == nil {
 		t.Fatal("step 0 has no kernel")
 	}
-	tree, err = source.Prepare(ctx, lab.Source, cache, t.Logf)
+	tree, err = source.Prepare(ctx, source.Origin(lab.Source), cache, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestGitBisectRun(t *testing.T) {
 	cache := run.DefaultCache()
 	root := testenv.Checkout(t, "../..")
 	edits := []testenv.Edit{testSeries[0], testSeries[4], testSeries[1]}
-	tree, err := source.Prepare(ctx, spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
+	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,6 +82,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := source.Check(ctx, source.Origin(lab.Source)); err != nil {
+		return nil, "", lab.Place(err)
+	}
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil
@@ -195,7 +198,7 @@ func (b *bisector) prepare(ctx context.Context) error {
 		return err
 	}
 	b.log = log
-	tree, err := source.Prepare(ctx, b.lab.Source, b.opt.CacheDir, b.logf)
+	tree, err := source.Prepare(ctx, source.Origin(b.lab.Source), b.opt.CacheDir, b.logf)
 	if err != nil {
 		return err
 	}

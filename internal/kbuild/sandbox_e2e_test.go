@@ -31,7 +31,7 @@ func TestSandboxedConfigure(t *testing.T) {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache", "lab")
 	}
-	tree, err := source.Prepare(ctx, spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
+	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

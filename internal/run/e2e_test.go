@@ -411,7 +411,7 @@ func noQEMU(t *testing.T, cfg vm.Config) {
 func TestDroppedConfigOption(t *testing.T) {
 	e2e(t)
 	lab := smallLab(t, "arm64")
-	tree, err := source.Prepare(context.Background(), lab.Source, cacheDir(t), t.Logf)
+	tree, err := source.Prepare(context.Background(), source.Origin(lab.Source), cacheDir(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestGitTreeSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tarball, err := source.Prepare(ctx, lab.Source, cacheDir(t), t.Logf)
+	tarball, err := source.Prepare(ctx, source.Origin(lab.Source), cacheDir(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func TestGitTreeSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := spec.Source{Git: tarball.Dir, Base: rev.Baseline}
+	user := source.Origin{Git: tarball.Dir, Base: rev.Baseline}
 	tree, err := source.Prepare(ctx, user, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)

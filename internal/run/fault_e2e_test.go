@@ -40,7 +40,7 @@ const hitPath = "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n"
 func faultLab(t *testing.T, name string, edit testenv.Edit, measure string) *spec.Lab {
 	t.Helper()
 	root := testenv.Checkout(t, "../..")
-	tree, err := source.Prepare(context.Background(), spec.Source{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cacheDir(t), t.Logf)
+	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cacheDir(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,17 @@ func (a *Artifacts) Initrd(archName string) (string, error) {
 // realEnv builds with kbuild and u-root and boots with QEMU.
 type realEnv struct{}
 
-func (realEnv) Check(lab *spec.Lab, opt Options) error { return checkTools(lab, opt) }
+// Check looks at the lab's source (a tarball that is one, a git tree with
+// its base) and the host's tools. --no-build boots what the cache holds and
+// needs neither.
+func (realEnv) Check(lab *spec.Lab, opt Options) error {
+	if !opt.NoBuild {
+		if err := source.Check(context.Background(), source.Origin(lab.Source)); err != nil {
+			return lab.Place(err)
+		}
+	}
+	return checkTools(lab, opt)
+}
 
 func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error) {
 	return vm.Boot(ctx, c, deadline, progress)
@@ -102,7 +112,7 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	art := &Artifacts{}
 	var tree *source.Tree
 	err := r.step("source", func() (err error) {
-		tree, err = source.Prepare(ctx, lab.Source, r.opt.CacheDir, r.logf)
+		tree, err = source.Prepare(ctx, source.Origin(lab.Source), r.opt.CacheDir, r.logf)
 		return err
 	})
 	if err != nil {

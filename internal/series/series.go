@@ -21,6 +21,17 @@ import (
 	"lab/internal/gitcmd"
 )
 
+// Modes say which side of the comparison a series is on.
+const (
+	// ModeApply: the baseline is the source, patched is the source with
+	// the series applied.
+	ModeApply = "apply"
+	// ModeRevert: patched is the source (which already has the series),
+	// the baseline is the source with the series reverse-applied, last
+	// patch first.
+	ModeRevert = "revert"
+)
+
 // Patch is one file of a series.
 type Patch struct {
 	Path    string // absolute path

@@ -8,10 +8,12 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,13 +22,21 @@ import (
 	"syscall"
 
 	"lab/internal/digest"
-	"lab/internal/proc"
-
 	"lab/internal/gitcmd"
+	"lab/internal/proc"
 	"lab/internal/series"
-	"lab/internal/spec"
 	"lab/internal/variant"
 )
+
+// Origin is where a kernel source comes from: a tarball (Debian's
+// linux-source) or a local git tree at a base ref. A lab file's source
+// converts to it (spec.Source has the same fields).
+type Origin struct {
+	Tarball string // path of a linux source tarball
+	Package string // the Debian package that installs Tarball, for hints
+	Git     string // path of a local git tree
+	Base    string // the ref in Git to build from
+}
 
 // Tree is a prepared source work tree.
 type Tree struct {
@@ -54,29 +64,25 @@ type Logf func(format string, args ...any)
 // Prepare returns the work tree for src, extracting or adding a worktree the
 // first time. The tree is locked until Close, so that two lab runs sharing a
 // cache cannot switch variants under each other.
-func Prepare(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
+func Prepare(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {
+	if err := Check(ctx, src); err != nil {
+		return nil, err
+	}
 	if src.Git != "" {
 		return prepareGit(ctx, src, cacheDir, logf)
 	}
 	return prepareTarball(ctx, src, cacheDir, logf)
 }
 
-func prepareTarball(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
-	if _, err := os.Stat(src.Tarball); err != nil {
-		hint := ""
-		if src.Package != "" {
-			hint = fmt.Sprintf(" (install it with: apt-get install %s)", src.Package)
-		}
-		return nil, fmt.Errorf("kernel source %s: %w%s", src.Tarball, err, hint)
-	}
+func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {
 	sum, err := digest.File(src.Tarball)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read kernel source %s: %w", src.Tarball, err)
 	}
 	id := "tarball-" + sum[:12]
 	dir := filepath.Join(cacheDir, "src", id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make the source tree's folder in the cache: %w", err)
 	}
 	t := &Tree{ID: id, Dir: dir, git: &gitcmd.Git{Dir: dir}}
 	if err := t.lockTree(); err != nil {
@@ -101,7 +107,7 @@ func prepareTarball(ctx context.Context, src spec.Source, cacheDir string, logf 
 		data, _ := json.MarshalIndent(inf, "", "  ")
 		if err := os.WriteFile(infoPath, data, 0o644); err != nil {
 			t.Close()
-			return nil, err
+			return nil, fmt.Errorf("record the extracted source: %w", err)
 		}
 	}
 	t.Desc = fmt.Sprintf("%s (sha256 %s)", src.Tarball, sum)
@@ -121,7 +127,7 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 	for _, e := range ents {
 		if e.Name() != ".lab-lock" {
 			if err := os.RemoveAll(filepath.Join(t.Dir, e.Name())); err != nil {
-				return err
+				return fmt.Errorf("clear %s before extracting: %w", t.Dir, err)
 			}
 		}
 	}
@@ -143,32 +149,32 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(t.Dir, ".git", "info", "exclude"), []byte("/.lab-lock\n"), 0o644); err != nil {
-		return err
+		return fmt.Errorf("import %s: %w", tarball, err)
 	}
 	h, err := t.git.Output(ctx, "rev-parse", "HEAD")
 	t.BaseHash = h
 	return err
 }
 
-func prepareGit(ctx context.Context, src spec.Source, cacheDir string, logf Logf) (*Tree, error) {
+func prepareGit(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {
 	repo, err := filepath.Abs(src.Git)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("source.git %s: %w", src.Git, err)
 	}
 	user := &gitcmd.Git{Dir: repo}
 	base, err := user.Output(ctx, "rev-parse", "--verify", src.Base+"^{commit}")
 	if err != nil {
-		return nil, fmt.Errorf("source %s: base %q: %w", repo, src.Base, err)
+		return nil, fmt.Errorf("source.base %q in %s: %w", src.Base, repo, err)
 	}
 	id, dir := gitTree(cacheDir, repo)
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
 		logf("add a lab worktree of %s at %s", repo, dir)
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("make the source trees' folder in the cache: %w", err)
 		}
 		user.Run(ctx, "worktree", "prune")
 		if _, err := user.Run(ctx, "worktree", "add", "--detach", dir, base); err != nil {
-			return nil, fmt.Errorf("source %s: %w", repo, err)
+			return nil, fmt.Errorf("add lab's worktree of %s at %s: %w", repo, dir, err)
 		}
 	}
 	t := &Tree{ID: id, Dir: dir, BaseHash: base, git: &gitcmd.Git{Dir: dir}}
@@ -204,7 +210,12 @@ func (t *Tree) finish(ctx context.Context) error {
 	}
 	out, err := proc.Command(ctx, "make", "-s", "-C", t.Dir, "kernelversion").Output()
 	if err != nil {
-		return fmt.Errorf("make kernelversion in %s: %w", t.Dir, err)
+		why := err.Error()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
+			why = string(bytes.TrimSpace(ee.Stderr))
+		}
+		return fmt.Errorf("make kernelversion in %s (is it a Linux source tree?): %s", t.Dir, why)
 	}
 	t.Version = strings.TrimSpace(string(out))
 	return nil
@@ -213,7 +224,7 @@ func (t *Tree) finish(ctx context.Context) error {
 func (t *Tree) lockTree() error {
 	f, err := os.OpenFile(filepath.Join(t.Dir, ".lab-lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("lock source tree %s: %w", t.Dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		// Another lab run is switching variants in this tree: wait for it.
@@ -257,7 +268,7 @@ func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (var
 			return none, err
 		}
 		switch mode {
-		case spec.ModeRevert:
+		case series.ModeRevert:
 			err = s.Revert(ctx, t.git)
 		default:
 			err = s.Apply(ctx, t.git)
@@ -275,7 +286,7 @@ func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (var
 			return none, err
 		}
 	}
-	if mode == spec.ModeRevert {
+	if mode == series.ModeRevert {
 		return variant.Pair[string]{Baseline: other, Patched: t.BaseHash}, nil
 	}
 	return variant.Pair[string]{Baseline: t.BaseHash, Patched: other}, nil

@@ -11,7 +11,6 @@ import (
 
 	"lab/internal/digest"
 	"lab/internal/series"
-	"lab/internal/spec"
 )
 
 // fakeTarball writes a tiny linux-source tarball whose Makefile says
@@ -80,7 +79,7 @@ func TestTarballOfAnyPointRelease(t *testing.T) {
 	for _, version := range []string{"6.12.999", "6.12.0", "6.13.1"} {
 		t.Run(version, func(t *testing.T) {
 			tarball := fakeTarball(t, version, locklessBody)
-			tree, err := Prepare(ctx, spec.Source{Tarball: tarball}, t.TempDir(), t.Logf)
+			tree, err := Prepare(ctx, Origin{Tarball: tarball}, t.TempDir(), t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +91,7 @@ func TestTarballOfAnyPointRelease(t *testing.T) {
 			if !strings.Contains(tree.Desc, sum) || tree.ID != "tarball-"+sum[:12] {
 				t.Errorf("desc %q, id %q: want the tarball's sha256 %s", tree.Desc, tree.ID, sum)
 			}
-			pair, err := tree.Variants(ctx, ser, spec.ModeRevert)
+			pair, err := tree.Variants(ctx, ser, series.ModeRevert)
 			if err != nil {
 				t.Fatalf("revert on %s: %v", version, err)
 			}
@@ -110,12 +109,12 @@ func TestSeriesThatStopsApplyingOnANewPointRelease(t *testing.T) {
 	ctx := context.Background()
 	ser := lockless(t)
 	moved := strings.Replace(locklessBody, "__find_uprobe_rcu()", "__find_uprobe_rcu(true)", 1)
-	tree, err := Prepare(ctx, spec.Source{Tarball: fakeTarball(t, "6.12.999", moved)}, t.TempDir(), t.Logf)
+	tree, err := Prepare(ctx, Origin{Tarball: fakeTarball(t, "6.12.999", moved)}, t.TempDir(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tree.Close()
-	_, err = tree.Variants(ctx, ser, spec.ModeRevert)
+	_, err = tree.Variants(ctx, ser, series.ModeRevert)
 	var ae *series.ApplyError
 	if !errors.As(err, &ae) {
 		t.Fatalf("want an ApplyError, got %v", err)
@@ -127,5 +126,80 @@ func TestSeriesThatStopsApplyingOnANewPointRelease(t *testing.T) {
 	}
 	if head, _ := tree.git.Output(ctx, "rev-parse", "HEAD"); head != tree.BaseHash {
 		t.Errorf("tree left at %s after a failed revert, want the base %s", head, tree.BaseHash)
+	}
+}
+
+// TestCheck: what is wrong with a source is found by looking, before
+// anything is extracted or made, and said in words naming the lab file's
+// key; Prepare says the same and leaves the cache as it was.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	repo := filepath.Join(dir, "linux")
+	os.MkdirAll(repo, 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"}, {"tag", "v6.12"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	plain := filepath.Join(dir, "plain.tar")
+	if out, err := exec.Command("tar", "-cf", plain, "-C", repo, ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name string
+		o    Origin
+		key  string // "" when the source is fine
+		want string
+	}{
+		{"xz tarball", Origin{Tarball: fakeTarball(t, "6.12.1", lockedBody)}, "", ""},
+		{"plain tar", Origin{Tarball: plain}, "", ""},
+		{"gzip tarball", Origin{Tarball: write("g.tar.gz", []byte{0x1f, 0x8b, 8, 0})}, "", ""},
+		{"no tarball", Origin{Tarball: filepath.Join(dir, "nope.tar.xz"), Package: "linux-source-6.12"}, "tarball", "nope.tar.xz: no such file (install it with: apt-get install linux-source-6.12)"},
+		{"a folder for a tarball", Origin{Tarball: repo}, "tarball", "a folder, not a tarball"},
+		{"an empty tarball", Origin{Tarball: write("empty.tar.xz", nil)}, "tarball", "empty.tar.xz: an empty file, not a tarball"},
+		{"a text file for a tarball", Origin{Tarball: write("notes.tar.xz", []byte("Linux 6.12, see kernel.org\n"))}, "tarball", "notes.tar.xz: a text file, not a tarball"},
+		{"binary, not a tarball", Origin{Tarball: write("x.bin", []byte{0x7f, 'E', 'L', 'F', 0, 1, 2})}, "tarball", "x.bin: neither a compressed nor a plain tar archive"},
+		{"git tree and tag", Origin{Git: repo, Base: "v6.12"}, "", ""},
+		{"git tree and HEAD~0", Origin{Git: repo, Base: "HEAD~0"}, "", ""},
+		{"no git folder", Origin{Git: filepath.Join(dir, "nope"), Base: "v6.12"}, "git", "source.git " + filepath.Join(dir, "nope") + ": no such folder"},
+		{"a file for a git tree", Origin{Git: plain, Base: "v6.12"}, "git", "is a file, not a git tree"},
+		{"a folder that is no repository", Origin{Git: t.TempDir(), Base: "v6.12"}, "git", "is not a git repository"},
+		{"no base ref", Origin{Git: repo, Base: "v9.9"}, "base", `source.base "v9.9" is not a commit of ` + repo},
+		{"an option for a base", Origin{Git: repo, Base: "--all"}, "base", `source.base "--all" is not a commit`},
+		{"no base", Origin{Git: repo}, "base", "needs source.base"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(ctx, tc.o)
+			if tc.key == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var se *Error
+			if !errors.As(err, &se) || se.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check = %v; want a source error about %s saying %q", err, tc.key, tc.want)
+			}
+			if strings.Contains(err.Error(), "fork/exec") || strings.Contains(err.Error(), "exit status") {
+				t.Errorf("%q is not in words", err)
+			}
+			cache := filepath.Join(t.TempDir(), "cache")
+			if _, perr := Prepare(ctx, tc.o, cache, t.Logf); perr == nil || perr.Error() != err.Error() {
+				t.Errorf("Prepare = %v, want Check's %v", perr, err)
+			}
+			if _, serr := os.Stat(cache); serr == nil {
+				t.Errorf("Prepare made %s for a source it refuses", cache)
+			}
+		})
 	}
 }

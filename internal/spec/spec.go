@@ -21,13 +21,11 @@ import (
 	"lab/internal/topology"
 )
 
-// Mode says which side of the comparison the series is on.
+// A lab's mode says which side of the comparison its series is on; the
+// series package owns the names.
 const (
-	// ModeApply: baseline is the source, patched is source + series.
-	ModeApply = "apply"
-	// ModeRevert: patched is the source (which already has the series),
-	// baseline is the source with the series reverse-applied, last patch first.
-	ModeRevert = "revert"
+	ModeApply  = series.ModeApply
+	ModeRevert = series.ModeRevert
 )
 
 // Measurement clocks.
@@ -67,9 +65,14 @@ type Lab struct {
 	// host is what the lab was checked against (memory); Validate checks
 	// against it again after the command-line flags.
 	host Host
+	// doc is what the file gave, and on which lines: Place puts a later
+	// error at its key's line.
+	doc *doc
 }
 
 // Source is the kernel source: a Debian tarball (the default) or a git tree.
+// It converts to source.Origin, which has the same fields: source does not
+// read lab files.
 type Source struct {
 	Tarball string `yaml:"tarball"` // path of a linux source tarball
 	Package string `yaml:"package"` // Debian package that installs Tarball
@@ -250,6 +253,7 @@ func ParseOn(path string, data []byte, h Host) (*Lab, error) {
 	}
 	lab.Path = path
 	lab.Root = filepath.Dir(filepath.Dir(abs))
+	lab.doc = d
 	lab.setDefaults(d)
 	if err := lab.validate(d); err != nil {
 		return nil, err
@@ -584,6 +588,21 @@ func (l *Lab) checkClaims(d *doc) error {
 		}
 	}
 	return nil
+}
+
+// Place puts a problem found after reading (the source's, say) in the lab
+// file: at the line of the key err names with a LabKey method
+// (source.Error does: source.git), else at the file.
+func (l *Lab) Place(err error) error {
+	if err == nil || l.Path == "" {
+		return err
+	}
+	var keyed interface{ LabKey() []string }
+	var keys []string
+	if errors.As(err, &keyed) {
+		keys = keyed.LabKey()
+	}
+	return &Error{File: l.Path, Line: l.doc.line(keys...), Msg: err.Error()}
 }
 
 // SeriesDir is the folder holding the series' patches.
