@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lab/internal/exitcode"
 )
 
 // The corpus: bad inputs as a new user writes them (lab files, series
@@ -22,7 +24,7 @@ import (
 // labFlagCode is the exit code of a lab the command-line flags made invalid
 // (--duration 0, --memory 100T): spec returns a *spec.FlagError, a usage
 // error.
-const labFlagCode = exitUsage
+const labFlagCode = int(exitcode.Usage)
 
 // good is a valid lab of the corpus checkout (testdata/corpus/checkout).
 const good = `name: corpus
@@ -59,7 +61,7 @@ func with(old, new string) string {
 type corpusCase struct {
 	class string
 	name  string
-	lab   string            // labs/t.yaml of the checkout; "" keeps good, empty makes it 0 bytes
+	lab   string            // labs/t.yaml of the checkout ({ROOT} is its path); "" keeps good, empty makes it 0 bytes
 	files map[string]string // more files of the checkout (content "/" makes a folder, "-" removes)
 	args  string            // LAB: the lab file, RUN(x): testdata run folder x, OUT: a fresh output folder
 	want  string            // in stderr (stdout when code is 0)
@@ -107,6 +109,16 @@ func corpus() []corpusCase {
 		{"zero", "negative warmup", with("warmup: 1s", "warmup: -1s"), nil, run, "warmup -1s: want 0 (no warm-up) or more", 11, 1},
 		{"zero", "empty mode", with("mode: apply", `mode: ""`), nil, run, `mode "": want "apply" or "revert"`, 3, 1},
 		{"zero", "cpus 0", with("cpus: [2]", "cpus: [0]"), nil, run, "cpus 0: want 1 or more", 6, 1},
+		// A count that must be 1 or more: the file and the flag alike.
+		{"zero", "numa 0", inMatrix("  numa: [0]\n"), nil, run, "numa 0: want 1 or more nodes (1: no NUMA)", 12, 1},
+		{"zero", "numa 0 among others", inMatrix("  numa: [1, 0]\n"), nil, run, "numa 0: want 1 or more nodes", 12, 1},
+		{"zero", "sockets 0", inMatrix("  sockets: 0\n"), nil, run, "sockets 0: want 1 or more (leave sockets out and lab works it out from the vCPUs)", 12, 1},
+		{"zero", "clusters 0", inMatrix("  clusters: 0\n"), nil, run, "clusters 0: want 1 or more", 12, 1},
+		{"zero", "cores 0", inMatrix("  cores: 0\n"), nil, run, "cores 0: want 1 or more", 12, 1},
+		{"zero", "threads 0", inMatrix("  threads: 0\n"), nil, run, "threads 0: want 1 or more", 12, 1},
+		{"zero", "threads -1", inMatrix("  threads: -1\n"), nil, run, "threads -1: want 1 or more", 12, 1},
+		{"zero", "producers 0", with("producers: [1, 2]", "producers: [0, 1]"), nil, run, "producers 0: want at least 1", 8, 1},
+		{"zero", "maxactive 0 is the kernel's default", with("boots: 2\n  duration: 2s\n  warmup: 1s", "boots: 20\n  duration: 1h\n  warmup: 0\n  maxactive: 0"), nil, run, "(1h + 0s warm-up)", 10, 1},
 
 		// Limits: what no host can run, or would run for days.
 		{"limits", "memory above the host's", inMatrix("  memory: 100T\n"), nil, run, "memory 100T is more than this host's RAM", 12, 1},
@@ -182,16 +194,38 @@ func corpus() []corpusCase {
 		{"flags", "--duration 1500ms", "", nil, "run LAB --duration 1500ms", "duration 1.5s: lab measures whole seconds", 0, labFlagCode},
 		{"flags", "--boots for days", "", nil, "run LAB --boots 100000", "this run would measure for", 0, labFlagCode},
 		{"flags", "--numa 3", "", nil, "run LAB --numa 3", "do not split evenly over 3 NUMA nodes", 0, labFlagCode},
+		{"flags", "--numa 0", "", nil, "run LAB --numa 0", "with the command-line flags: numa 0: want 1 or more nodes (1: no NUMA)", 0, labFlagCode},
+		{"flags", "--sockets 0", "", nil, "run LAB --sockets 0", "with the command-line flags: sockets 0: want 1 or more", 0, labFlagCode},
+		{"flags", "--clusters 0", "", nil, "run LAB --clusters 0", "with the command-line flags: clusters 0: want 1 or more", 0, labFlagCode},
+		{"flags", "--cores 0", "", nil, "run LAB --cores 0", "with the command-line flags: cores 0: want 1 or more", 0, labFlagCode},
+		{"flags", "--threads 0", "", nil, "run LAB --threads 0", "with the command-line flags: threads 0: want 1 or more", 0, labFlagCode},
+		{"flags", "--cpus 0", "", nil, "run LAB --cpus 0", "with the command-line flags: cpus 0: want 1 or more", 0, labFlagCode},
+		{"flags", "--producers 0", "", nil, "run LAB --producers 0", "with the command-line flags: producers 0: want at least 1", 0, labFlagCode},
 		{"flags", "no lab file", "", nil, "run", "run takes one lab file, got 0", 0, 2},
 		{"flags", "two lab files", "", nil, "run LAB LAB", "run takes one lab file, got 2", 0, 2},
 		{"flags", "lab file missing", "", nil, "run labs/nope.yaml", "no such file or directory", 0, 1},
 		{"flags", "unknown command", "", nil, "rnu LAB", `unknown command "rnu"`, 0, 2},
 		{"flags", "bisect of a bad lab", with("boots: 2", "boots: 0"), nil, "bisect LAB", "boots 0: want at least 1", 9, 1},
-		{"flags", "bisect --only", "", nil, "bisect LAB --only patched", "--only: a bisect boots every step it needs", 0, 2},
+		{"flags", "bisect --only", "", nil, "bisect LAB --only patched", "flag provided but not defined: -only", 0, 2},
 		// Under git bisect run, 1..127 (but 125) would blame the commit.
 		{"flags", "bisect --run without ends", "", nil, "bisect LAB --run --benchmark uprobe-nop", "--run judges the git tree's HEAD for git bisect run", 0, 128},
 		{"flags", "bisect --run, mistyped flag", "", nil, "bisect LAB --run --benchmrk uprobe-nop", "flag provided but not defined", 0, 128},
 		{"flags", "bisect --run, two labs", "", nil, "bisect LAB LAB --run", "bisect takes one lab file, got 2", 0, 128},
+
+		// The kernel source: found before a run folder is made, in words.
+		{"source", "git folder missing", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", nil, run, "/linux: no such folder: give the folder of a git clone of Linux", 17, 1},
+		{"source", "git folder is no repository", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", map[string]string{"linux": "/"}, run, "/linux is not a git repository", 17, 1},
+		{"source", "git path is a file", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", map[string]string{"linux": "Linux\n"}, run, "/linux is a file, not a git tree", 17, 1},
+		{"source", "git base missing", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", emptyRepo("linux"), run, `source.base "v6.12" is not a commit of`, 18, 1},
+		{"source", "tarball missing", good + "source:\n  tarball: {ROOT}/linux.tar.xz\n", nil, run, "/linux.tar.xz: no such file", 17, 1},
+		{"source", "tarball is a text file", good + "source:\n  tarball: {ROOT}/linux.tar.xz\n", map[string]string{"linux.tar.xz": "see https://kernel.org\n"}, run, "/linux.tar.xz: a text file, not a tarball", 17, 1},
+		{"source", "tarball is empty", good + "source:\n  tarball: {ROOT}/linux.tar.xz\n", map[string]string{"linux.tar.xz": ""}, run, "/linux.tar.xz: an empty file, not a tarball", 17, 1},
+		{"source", "tarball is a folder", good + "source:\n  tarball: {ROOT}/linux\n", map[string]string{"linux": "/"}, run, "/linux: a folder, not a tarball", 17, 1},
+		{"source", "tarball is binary", good + "source:\n  tarball: {ROOT}/linux.tar.xz\n", map[string]string{"linux.tar.xz": "\x7fELF\x02\x01\x01\x00"}, run, "neither a compressed nor a plain tar archive", 17, 1},
+		{"source", "build of a missing git folder", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", nil, "build LAB", "/linux: no such folder", 17, 1},
+		{"source", "bisect of a missing git folder", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", nil, "bisect LAB", "/linux: no such folder", 17, 1},
+		{"source", "bisect of a git base missing", good + "source:\n  git: {ROOT}/linux\n  base: v6.12\n", emptyRepo("linux"), "bisect LAB", `source.base "v6.12" is not a commit of`, 18, 1},
+		{"source", "bisect of a text tarball", good + "source:\n  tarball: {ROOT}/linux.tar.xz\n", map[string]string{"linux.tar.xz": "not a tarball\n"}, "bisect LAB", "a text file, not a tarball", 17, 1},
 
 		// Folders that are not lab runs.
 		{"runs", "no results.json", "", nil, "report RUN(no-results-json) -out OUT", "no-results-json: not a lab run folder (no results.json: no such file or directory)", 0, 1},
@@ -209,8 +243,29 @@ func corpus() []corpusCase {
 		{"runs", "no lab name", "", nil, "table RUN(no-lab-name)", `it has no "lab" field`, 0, 1},
 		{"runs", "compare with a non-run", "", nil, "compare RUN(example-srcu) RUN(other-tool) -out OUT", `it has no "lab" field`, 0, 1},
 		{"runs", "compare of two labs", "", nil, "compare RUN(example-srcu) RUN(example-lazy) -out OUT", "uprobe-srcu vs uprobe-lazy-buffer · x86_64", 0, 0},
+		// Files that parse but that no lab run writes.
+		{"runs", "every sample zero", "", nil, "report RUN(all-zero) -out OUT", "all-zero/results.json: every sample of the 2 baseline boots that delivered is zero", 0, 1},
+		{"runs", "every patched sample zero", "", nil, "table RUN(patched-zero)", "every sample of the 2 patched boots that delivered is zero", 0, 1},
+		{"runs", "results without samples", "", nil, "table RUN(no-samples)", "no-samples/results.json: boot 1 (x86_64, baseline): uprobe-nop at 1 producers ran but has no samples", 0, 1},
+		{"runs", "a variant no run has", "", nil, "table RUN(variant-foo)", `variant-foo/results.json: boot 2 is of variant "foo": a run boots baseline and patched only`, 0, 1},
+		{"runs", "patched boots of a --only baseline run", "", nil, "table RUN(patched-in-baseline-run)", "boot 2 is of patched, which this run does not have (it booted baseline only: --only baseline)", 0, 1},
+		{"runs", "a boot index twice", "", nil, "report RUN(index-twice) -out OUT", "index-twice/results.json: boot 2 is there twice", 0, 1},
+		{"runs", "a result without a benchmark", "", nil, "table RUN(no-benchmark)", "boot 1 (x86_64, baseline): a result names no benchmark", 0, 1},
+		{"runs", "a list, not a run", "", nil, "table RUN(top-level-array)", "not a lab results file: the file is an array, not an object of lab's fields", 0, 1},
+		{"runs", "boots as an object", "", nil, "table RUN(boots-object)", "not a lab results file: boots holds an object, which lab never writes there", 0, 1},
+		{"runs", "compare with all-zero samples", "", nil, "compare RUN(example-srcu) RUN(all-zero) -out OUT", "every sample of the 2 baseline boots that delivered is zero", 0, 1},
+		{"runs", "compare with a boot index twice", "", nil, "compare RUN(index-twice) RUN(example-srcu) -out OUT", "boot 2 is there twice", 0, 1},
 		{"runs", "report of two folders", "", nil, "report RUN(negative-rate) RUN(no-boots)", "report takes one run directory, got 2", 0, 2},
 		{"runs", "report --lab of a bad lab", with("boots: 2", "boots: 0"), nil, "report RUN(example-srcu) --lab LAB -out OUT", "boots 0: want at least 1", 9, 1},
+	}
+}
+
+// emptyRepo makes dir a git repository without a commit (so without the
+// base ref a lab names), from files alone: the corpus runs no git.
+func emptyRepo(dir string) map[string]string {
+	return map[string]string{
+		dir + "/.git/HEAD": "ref: refs/heads/main\n", dir + "/.git/objects": "/", dir + "/.git/refs/heads": "/",
+		dir + "/.git/config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
 	}
 }
 
@@ -221,7 +276,7 @@ var examples = map[string]string{
 }
 
 // messageNoise is what a message must not show: Go and YAML-library types.
-var messageNoise = regexp.MustCompile(`\[\]string|\[\]int|spec\.[A-Z]|!!\w+|cannot unmarshal|struct field|interface \{\}|Go value`)
+var messageNoise = regexp.MustCompile(`\[\]string|\[\]int|spec\.[A-Z]|!!\w+|cannot unmarshal|struct field|interface \{\}|Go value|fork/exec|exit status|%!|<nil>|\ba [aeiou]| {2}holds|error parsing|parsing time`)
 
 func TestCorpus(t *testing.T) {
 	cases := corpus()
@@ -252,6 +307,7 @@ func runCase(t *testing.T, tc corpusCase) {
 	case empty:
 		lab = ""
 	}
+	lab = strings.ReplaceAll(lab, "{ROOT}", root) // a path in the checkout (source.git)
 	writeFile(t, filepath.Join(root, "labs", "t.yaml"), lab)
 	for name, body := range tc.files {
 		p := filepath.Join(root, name)
@@ -297,7 +353,7 @@ func runCase(t *testing.T, tc corpusCase) {
 	if tc.line > 0 && !strings.Contains(msg, filepath.Join(root, "labs", "t.yaml")+":"+strconv.Itoa(tc.line)+": ") {
 		t.Errorf("message not at labs/t.yaml:%d:\n%s", tc.line, msg)
 	}
-	if tc.code == exitError {
+	if tc.code == int(exitcode.Failed) {
 		if lines := strings.Count(strings.TrimSpace(msg), "\n"); lines > 0 {
 			t.Errorf("message is %d lines, want one:\n%s", lines+1, msg)
 		}
