@@ -196,8 +196,8 @@ func List(codes []Code, and string) string {
 func Help() string {
 	var b strings.Builder
 	b.WriteString("lab's exit codes, one table for every command. 3 and 4 are the gates of run,\n" +
-		"merge, report and compare, and the outcomes of bisect; bisect --run speaks\n" +
-		"git bisect run's language. The rerun note is what a CI engine does: the\n" +
+		"merge and report (compare has 3 only), and the outcomes of bisect; bisect\n" +
+		"--run speaks git bisect run's language. The rerun note is what a CI engine does: the\n" +
 		"Kubernetes template retries \"may succeed\" and fails on \"fails again\".\n\n")
 	fmt.Fprintf(&b, " code  %-14s  %s\n", "name", "meaning (commands)")
 	b.WriteString(text(Table(), true))
