@@ -197,8 +197,9 @@ func Help() string {
 	var b strings.Builder
 	b.WriteString("lab's exit codes, one table for every command. 3 and 4 are the gates of run,\n" +
 		"merge and report (compare has 3 only), and the outcomes of bisect; bisect\n" +
-		"--run speaks git bisect run's language. The rerun note is what a CI engine does: the\n" +
-		"Kubernetes template retries \"may succeed\" and fails on \"fails again\".\n\n")
+		"--run speaks git bisect run's language. The rerun note is what a CI engine\n" +
+		"does: the Kubernetes template retries \"may succeed\" and fails the shard on\n" +
+		"\"fails again\".\n\n")
 	fmt.Fprintf(&b, " code  %-14s  %s\n", "name", "meaning (commands)")
 	b.WriteString(text(Table(), true))
 	return b.String()
