@@ -262,7 +262,7 @@ func stepRows(r *results.Run) []stepRow {
 			row.Verdict += ": " + firstLine(st.Skip)
 		}
 		if st.SameAs >= 0 {
-			row.Verdict = fmt.Sprintf("%s (the image of step %d)", NoCode, st.SameAs)
+			row.Verdict = fmt.Sprintf("%s (the image of step %d)", st.Verdict, st.SameAs)
 		}
 		if st.Kernel != nil {
 			row.Kernel = short(st.Kernel.Info.Key)

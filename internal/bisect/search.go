@@ -493,14 +493,21 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 	// The same image as a step already measured: the same figure. No boot.
 	for _, other := range s.res.Steps {
 		if other.Index != k && other.Image == h && len(other.Obs) > 0 {
-			st.SameAs, st.Verdict = other.Index, NoCode
-			s.note(fmt.Sprintf("step %d: no code change (the same kernel image as step %d): judged like it, no boot", k, other.Index))
+			st.SameAs = other.Index
+			s.note(sameImageNote(k, other.Index))
 			v := other.Verdict
 			switch v {
 			case EndGood:
 				v = LikeGood
 			case EndBad:
 				v = LikeBad
+			}
+			// Step k changes no code when it has an earlier step's image;
+			// with a later one's (the bad end's) it is that step's
+			// culprit or like it, and says so (lab bisect --run: bad).
+			st.Verdict = v
+			if other.Index < k {
+				st.Verdict = NoCode
 			}
 			if v == LikeGood {
 				return NoCode, nil
@@ -555,6 +562,19 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 			}
 		}
 	}
+}
+
+// sameImageNote says which steps change no code when step k builds the
+// image of step other: the steps after the earlier of the two, up to the
+// later. The earlier may well have changed code (a culprit with the bad
+// end's image): it is the steps after it that change none.
+func sameImageNote(k, other int) string {
+	lo, hi := min(k, other), max(k, other)
+	which := fmt.Sprintf("steps %d-%d change", lo+1, hi)
+	if hi == lo+1 {
+		which = fmt.Sprintf("step %d changes", hi)
+	}
+	return fmt.Sprintf("%s no code: the same kernel image as step %d (step %d judged like step %d, no boot)", which, lo, k, other)
 }
 
 func (s *search) maxBoots() int {

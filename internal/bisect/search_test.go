@@ -260,6 +260,21 @@ func TestNoCodeChange(t *testing.T) {
 	if r.Outcome != Found || r.Culprit != 3 || r.Steps[2].Verdict != NoCode || len(r.Steps[2].Obs) != 0 {
 		t.Errorf("%s %d, step 2 %s with %d boots", r.Outcome, r.Culprit, r.Steps[2].Verdict, len(r.Steps[2].Obs))
 	}
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "steps 1-2 change no code: the same kernel image as step 0 (step 2 judged like step 0, no boot)") {
+		t.Errorf("notes do not say which steps change no code:\n%s", notes)
+	}
+	// The culprit builds the bad end's image: it changed the code, the
+	// steps after it did not.
+	env = newFake(step(3, 5, 0.07), 1e-6)
+	env.sameAs[3], env.sameAs[4] = 5, 5
+	r, err = Search(context.Background(), env, icount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	if r.Outcome != Found || r.Culprit != 3 || !strings.Contains(notes, "steps 4-5 change no code: the same kernel image as step 3") || strings.Contains(notes, "step 3: no code") {
+		t.Errorf("%s %d; notes:\n%s", r.Outcome, r.Culprit, notes)
+	}
 	// Both ends the same image: nothing to bisect, no boot at all.
 	env = newFake(step(1, 2, 0.07), 1e-6)
 	env.sameAs[2] = 0
@@ -335,6 +350,17 @@ func TestProbe(t *testing.T) {
 				t.Errorf("%s, step verdict %q; want %s, %q (%v)", r.Outcome, r.Steps[1].Verdict, tc.outcome, tc.want, r.Notes)
 			}
 		})
+	}
+	// A step with an end's image is judged like that end, without a boot:
+	// with the good end's it changes no code; with the bad end's it is the
+	// culprit, and git bisect run must hear "bad".
+	for same, want := range map[int]string{0: NoCode, 2: LikeBad} {
+		env := newFake([]float64{1e6, 1e6, 1.1e6}, 1e-6)
+		env.sameAs[1] = same
+		env.vals[1] = env.vals[same]
+		if r, err := Probe(context.Background(), env, icount, 1); err != nil || r.Steps[1].Verdict != want || len(r.Steps[1].Obs) != 0 {
+			t.Errorf("step 1 with the image of step %d: %q after %d boots (%v), want %q", same, r.Steps[1].Verdict, len(r.Steps[1].Obs), err, want)
+		}
 	}
 	if _, err := Probe(context.Background(), newFake([]float64{1, 2}, 0), icount, 1); err == nil {
 		t.Error("probed an end")
