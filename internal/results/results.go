@@ -264,6 +264,9 @@ func Load(path string) (*Run, error) {
 	if errors.Is(err, fs.ErrNotExist) && errors.As(err, &pe) {
 		return nil, fmt.Errorf("%s: not a lab run folder (no results.json: %w)", filepath.Dir(path), pe.Err)
 	}
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("%s: cannot read it: %w", path, pe.Err)
+	}
 	if err != nil {
 		return nil, err
 	}

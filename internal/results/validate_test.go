@@ -145,6 +145,18 @@ func TestDecodeSaysWhatIsWrong(t *testing.T) {
 	}
 }
 
+// TestLoadUnreadable: a results.json that cannot be read says so once,
+// with its path, without Go's "read" prefix.
+func TestLoadUnreadable(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "results.json")
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || err.Error() != p+": cannot read it: is a directory" {
+		t.Errorf("Load of a folder: %v", err)
+	}
+}
+
 // TestOnlyFromCommand reads --only in each way a command line gives it.
 func TestOnlyFromCommand(t *testing.T) {
 	for _, tc := range []struct {
