@@ -33,7 +33,8 @@ import (
 // orchestration (order, --only, failures, saves, Ctrl-C) runs in
 // milliseconds.
 type Env interface {
-	// Check fails, before anything is written, when the host lacks a tool.
+	// Check fails, before anything is written, when the lab's source is
+	// not there or not one (source.Check), or the host lacks a tool.
 	Check(lab *spec.Lab, opt Options) error
 	// Prepare makes the source, the variants, the kernels and the
 	// initramfs images, from the cache where it can.
