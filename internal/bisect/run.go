@@ -82,7 +82,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := source.Check(ctx, source.Origin(lab.Source)); err != nil {
+	if err := source.Check(ctx, source.Origin(lab.Source), opt.Good, opt.Bad); err != nil {
 		return nil, "", lab.Place(err)
 	}
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are

@@ -25,17 +25,24 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-// LabKey is the lab file's key path the error is about.
-func (e *Error) LabKey() []string { return []string{"source", e.Key} }
+// LabKey is the lab file's key path the error is about, nil for a ref
+// the lab file does not give (lab bisect's --good and --bad).
+func (e *Error) LabKey() []string {
+	if e.Key == "" {
+		return nil
+	}
+	return []string{"source", e.Key}
+}
 
 // Check looks at o without changing anything, in well under a second: the
 // tarball is there and is a tar archive (by its first bytes; nothing is
-// decompressed), or the git tree is a git repository that has the base
-// ref. A run calls it before it makes its folder, and Prepare before it
-// extracts or adds a worktree.
-func Check(ctx context.Context, o Origin) error {
+// decompressed), or the git tree is a git repository of Linux that has the
+// base ref, and the refs the caller will ask of it (lab bisect's --good and
+// --bad). A run and a bisect call it before they make their folder, and
+// Prepare before it extracts or adds a worktree.
+func Check(ctx context.Context, o Origin, refs ...string) error {
 	if o.Git != "" {
-		return checkGit(ctx, o)
+		return checkGit(ctx, o, refs)
 	}
 	return checkTarball(o)
 }
@@ -108,7 +115,7 @@ func tarKind(head []byte) string {
 	return ""
 }
 
-func checkGit(ctx context.Context, o Origin) error {
+func checkGit(ctx context.Context, o Origin, refs []string) error {
 	bad := func(key, format string, args ...any) error {
 		return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -135,10 +142,31 @@ func checkGit(ctx context.Context, o Origin) error {
 	if _, err := g.Output(ctx, "rev-parse", "--git-dir"); err != nil {
 		return bad("git", "source.git %s is not a git repository: give the folder of a git clone of Linux", o.Git)
 	}
-	if _, err := g.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", o.Base+"^{commit}"); err != nil {
+	commit := func(ref string) bool {
+		_, err := g.Output(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+		return err == nil
+	}
+	if !commit(o.Base) {
 		return bad("base", "source.base %q is not a commit of %s: give a tag, branch or commit the tree has (git -C %s log --oneline -1 %s says more)", o.Base, o.Git, o.Git, o.Base)
 	}
+	// What make needs of a Linux tree, at the commit lab builds.
+	for _, f := range []string{"Makefile", "Kconfig"} {
+		if !blob(ctx, g, o.Base+":"+f) {
+			return bad("git", "source.git %s has no top-level %s at %s: not a Linux source tree", o.Git, f, o.Base)
+		}
+	}
+	for _, ref := range refs {
+		if ref != "" && !commit(ref) {
+			return bad("", "%q is not a commit of %s (source.git): give a tag, branch or commit the tree has", ref, o.Git)
+		}
+	}
 	return nil
+}
+
+// blob reports whether the object spec (commit:path) is a file.
+func blob(ctx context.Context, g *gitcmd.Git, spec string) bool {
+	t, err := g.Output(ctx, "cat-file", "-t", spec)
+	return err == nil && t == "blob"
 }
 
 // pathErr is err without the path the message already names.

@@ -142,13 +142,22 @@ func TestCheck(t *testing.T) {
 		}
 		return p
 	}
-	repo := filepath.Join(dir, "linux")
-	os.MkdirAll(repo, 0o755)
-	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "--allow-empty", "-m", "base"}, {"tag", "v6.12"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+	// linux: a git tree with what make needs of Linux at v6.12; notes: a
+	// git tree that is not Linux.
+	repo, notes := filepath.Join(dir, "linux"), filepath.Join(dir, "notes")
+	for _, r := range []string{repo, notes} {
+		os.MkdirAll(r, 0o755)
+		os.WriteFile(filepath.Join(r, "README"), []byte("hello\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(repo, "Makefile"), []byte("VERSION = 6\n"), 0o644)
+	os.WriteFile(filepath.Join(repo, "Kconfig"), []byte("mainmenu \"Linux\"\n"), 0o644)
+	for _, r := range []string{repo, notes} {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "base"}, {"tag", "v6.12"}} {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = r
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
 		}
 	}
 	plain := filepath.Join(dir, "plain.tar")
@@ -158,28 +167,32 @@ func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		o    Origin
-		key  string // "" when the source is fine
+		refs []string
+		key  string // "" when the source is fine; "-" for an error about refs
 		want string
 	}{
-		{"xz tarball", Origin{Tarball: fakeTarball(t, "6.12.1", lockedBody)}, "", ""},
-		{"plain tar", Origin{Tarball: plain}, "", ""},
-		{"gzip tarball", Origin{Tarball: write("g.tar.gz", []byte{0x1f, 0x8b, 8, 0})}, "", ""},
-		{"no tarball", Origin{Tarball: filepath.Join(dir, "nope.tar.xz"), Package: "linux-source-6.12"}, "tarball", "nope.tar.xz: no such file (install it with: apt-get install linux-source-6.12)"},
-		{"a folder for a tarball", Origin{Tarball: repo}, "tarball", "a folder, not a tarball"},
-		{"an empty tarball", Origin{Tarball: write("empty.tar.xz", nil)}, "tarball", "empty.tar.xz: an empty file, not a tarball"},
-		{"a text file for a tarball", Origin{Tarball: write("notes.tar.xz", []byte("Linux 6.12, see kernel.org\n"))}, "tarball", "notes.tar.xz: a text file, not a tarball"},
-		{"binary, not a tarball", Origin{Tarball: write("x.bin", []byte{0x7f, 'E', 'L', 'F', 0, 1, 2})}, "tarball", "x.bin: neither a compressed nor a plain tar archive"},
-		{"git tree and tag", Origin{Git: repo, Base: "v6.12"}, "", ""},
-		{"git tree and HEAD~0", Origin{Git: repo, Base: "HEAD~0"}, "", ""},
-		{"no git folder", Origin{Git: filepath.Join(dir, "nope"), Base: "v6.12"}, "git", "source.git " + filepath.Join(dir, "nope") + ": no such folder"},
-		{"a file for a git tree", Origin{Git: plain, Base: "v6.12"}, "git", "is a file, not a git tree"},
-		{"a folder that is no repository", Origin{Git: t.TempDir(), Base: "v6.12"}, "git", "is not a git repository"},
-		{"no base ref", Origin{Git: repo, Base: "v9.9"}, "base", `source.base "v9.9" is not a commit of ` + repo},
-		{"an option for a base", Origin{Git: repo, Base: "--all"}, "base", `source.base "--all" is not a commit`},
-		{"no base", Origin{Git: repo}, "base", "needs source.base"},
+		{"xz tarball", Origin{Tarball: fakeTarball(t, "6.12.1", lockedBody)}, nil, "", ""},
+		{"plain tar", Origin{Tarball: plain}, nil, "", ""},
+		{"gzip tarball", Origin{Tarball: write("g.tar.gz", []byte{0x1f, 0x8b, 8, 0})}, nil, "", ""},
+		{"no tarball", Origin{Tarball: filepath.Join(dir, "nope.tar.xz"), Package: "linux-source-6.12"}, nil, "tarball", "nope.tar.xz: no such file (install it with: apt-get install linux-source-6.12)"},
+		{"a folder for a tarball", Origin{Tarball: repo}, nil, "tarball", "a folder, not a tarball"},
+		{"an empty tarball", Origin{Tarball: write("empty.tar.xz", nil)}, nil, "tarball", "empty.tar.xz: an empty file, not a tarball"},
+		{"a text file for a tarball", Origin{Tarball: write("notes.tar.xz", []byte("Linux 6.12, see kernel.org\n"))}, nil, "tarball", "notes.tar.xz: a text file, not a tarball"},
+		{"binary, not a tarball", Origin{Tarball: write("x.bin", []byte{0x7f, 'E', 'L', 'F', 0, 1, 2})}, nil, "tarball", "x.bin: neither a compressed nor a plain tar archive"},
+		{"git tree and tag", Origin{Git: repo, Base: "v6.12"}, nil, "", ""},
+		{"git tree and HEAD~0", Origin{Git: repo, Base: "HEAD~0"}, nil, "", ""},
+		{"no git folder", Origin{Git: filepath.Join(dir, "nope"), Base: "v6.12"}, nil, "git", "source.git " + filepath.Join(dir, "nope") + ": no such folder"},
+		{"a file for a git tree", Origin{Git: plain, Base: "v6.12"}, nil, "git", "is a file, not a git tree"},
+		{"a folder that is no repository", Origin{Git: t.TempDir(), Base: "v6.12"}, nil, "git", "is not a git repository"},
+		{"no base ref", Origin{Git: repo, Base: "v9.9"}, nil, "base", `source.base "v9.9" is not a commit of ` + repo},
+		{"an option for a base", Origin{Git: repo, Base: "--all"}, nil, "base", `source.base "--all" is not a commit`},
+		{"no base", Origin{Git: repo}, nil, "base", "needs source.base"},
+		{"not a Linux tree", Origin{Git: notes, Base: "v6.12"}, nil, "git", "has no top-level Makefile at v6.12: not a Linux source tree"},
+		{"bisect's refs", Origin{Git: repo, Base: "v6.12"}, []string{"v6.12", "HEAD"}, "", ""},
+		{"a bisect ref missing", Origin{Git: repo, Base: "v6.12"}, []string{"v6.12", "v6.13"}, "-", `"v6.13" is not a commit of ` + repo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Check(ctx, tc.o)
+			err := Check(ctx, tc.o, tc.refs...)
 			if tc.key == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -187,8 +200,11 @@ func TestCheck(t *testing.T) {
 				return
 			}
 			var se *Error
-			if !errors.As(err, &se) || se.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
+			if !errors.As(err, &se) || se.Key != strings.TrimPrefix(tc.key, "-") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check = %v; want a source error about %s saying %q", err, tc.key, tc.want)
+			}
+			if tc.key == "-" {
+				return // Prepare asks for no refs
 			}
 			if strings.Contains(err.Error(), "fork/exec") || strings.Contains(err.Error(), "exit status") {
 				t.Errorf("%q is not in words", err)
