@@ -33,8 +33,8 @@ func validate(path string, r *Run) error {
 
 // checkFigures refuses what no boot can have: a result without a
 // benchmark, a producer count below 1, a rate or an interval that is
-// negative or not a number; and a run with only boots that neither
-// delivered nor failed.
+// negative or not a number, a rate without hits (or hits without a rate);
+// and a run with only boots that neither delivered nor failed.
 func checkFigures(path string, r *Run) error {
 	empty := 0
 	for _, b := range r.Boots {
@@ -56,6 +56,9 @@ func checkFigures(path string, r *Run) error {
 			for _, s := range samples {
 				if s.IntervalNS <= 0 || s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
 					return fmt.Errorf("%s has a sample of %d ns at rate %g: not figures a lab run writes", where, s.IntervalNS, s.Rate)
+				}
+				if (s.Hits > 0) != (s.Rate > 0) {
+					return fmt.Errorf("%s has a sample of %d hits at rate %g: a rate is hits a second, both zero or neither: not figures a lab run writes", where, s.Hits, s.Rate)
 				}
 			}
 		}
@@ -175,7 +178,7 @@ func checkSamples(r *Run) error {
 				return fmt.Errorf("%s: %s at %d producers ran but has no samples (the agent takes one a second, or says why not)", bootName(b), res.Benchmark, res.Producers)
 			}
 			for _, s := range res.Samples {
-				if s.Hits > 0 || s.Rate > 0 {
+				if s.Hits > 0 {
 					counted[b.Variant] = true
 				}
 			}

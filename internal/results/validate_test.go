@@ -34,6 +34,13 @@ func goodRun() *Run {
 		r.Boots = append(r.Boots, Boot{Index: i + 1, Round: i / 2, Arch: "x86_64", CPUs: 1, Variant: v,
 			Results: []protocol.Result{res("uprobe-nop", 1, 1000, 1010), res("usermode-count", 1, 5000, 5000)}})
 	}
+	for _, b := range r.Boots {
+		for _, res := range b.Results {
+			for i := range res.Samples {
+				res.Samples[i].Rate = float64(res.Samples[i].Hits) // hits a second: 1 s samples
+			}
+		}
+	}
 	return r
 }
 
@@ -48,7 +55,7 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 			}
 			for j := range r.Boots[i].Results {
 				for k := range r.Boots[i].Results[j].Samples {
-					r.Boots[i].Results[j].Samples[k].Hits = 0
+					r.Boots[i].Results[j].Samples[k].Hits, r.Boots[i].Results[j].Samples[k].Rate = 0, 0
 				}
 			}
 		}
@@ -59,7 +66,7 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 		want string // "" for a run Load accepts
 	}{
 		{"a good run", func(r *Run) {}, ""},
-		{"one zero result is a figure", func(r *Run) { r.Boots[1].Results[0].Samples[0].Hits = 0 }, ""},
+		{"one zero result is a figure", func(r *Run) { r.Boots[1].Results[0].Samples[0] = protocol.Sample{IntervalNS: 1e9} }, ""},
 		{"a failed boot without results", func(r *Run) { r.Boots[3].Results = nil; r.Boots[3].Failure = &Failure{Kind: "panic"} }, ""},
 		{"an unsupported result without samples", func(r *Run) {
 			r.Boots[0].Results[0] = protocol.Result{Benchmark: "uprobe-nop", Producers: 1, Unsupported: "no uprobes"}
@@ -91,6 +98,8 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 		{"an index twice", func(r *Run) { r.Boots[2].Index = 2 }, "boot 2 is there twice"},
 		{"index 0", func(r *Run) { r.Boots[0].Index = 0 }, "a boot has index 0: boots are numbered from 1"},
 		{"a result without a benchmark", func(r *Run) { r.Boots[0].Results[1].Benchmark = "" }, "boot 1 (x86_64, baseline): a result names no benchmark"},
+		{"hits without a rate", func(r *Run) { r.Boots[2].Results[0].Samples[1].Rate = 0 }, "boot 3 (x86_64, baseline): uprobe-nop at 1 producers has a sample of 1010 hits at rate 0"},
+		{"a rate without hits", func(r *Run) { r.Boots[3].Results[1].Samples[0].Hits = 0 }, "boot 4 (x86_64, patched): usermode-count at 1 producers has a sample of 0 hits at rate 5000"},
 		{"a negative rate", func(r *Run) { r.Boots[0].Results[0].Samples[0].Rate = -1 }, "has a sample of 1000000000 ns at rate -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
