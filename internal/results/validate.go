@@ -11,10 +11,12 @@ import (
 )
 
 // validate refuses a results.json that parses but that no lab run writes:
-// two boots with one index, a boot of a variant the run does not have, a
-// measured result without samples, or a variant whose every sample is zero
-// (a guest that ran counts something, if only its control loops). Without
-// it such a file is reported as figures, with exit 0 and "p = 0.000".
+// figures no boot can have (checkFigures), two boots with one index, a boot
+// of a variant the run does not have, a measured result without samples,
+// or a variant whose every sample is zero (a guest that ran counts
+// something, if only its control loops). Without it such a file is
+// reported as figures, with exit 0 and "p = 0.000". It is the one owner of
+// these rules: Load calls it on every file it reads.
 func validate(path string, r *Run) error {
 	if err := checkFigures(path, r); err != nil {
 		return err
