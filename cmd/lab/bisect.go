@@ -5,17 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"lab/internal/bisect"
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
+	"lab/internal/publish"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/runfolder"
 	"lab/internal/spec"
 )
 
@@ -155,13 +154,9 @@ func (f *bisectFlags) bisect(ctx context.Context, inv invocation) error {
 	}
 	res, dir, err := bisect.Run(ctx, opt)
 	if res != nil && dir != "" {
-		if werr := emitBisect(res, dir, filepath.Join(dir, "report"), inv.out); werr != nil && err == nil {
+		opt := publish.Options{ReportDir: runfolder.Folder{Dir: dir}.Report(), JUnitPath: f.junit.V, Out: inv.out, CI: true}
+		if werr := emitBisect(res, opt); werr != nil && err == nil {
 			err = werr
-		}
-		if res.Bisect != nil && res.Bisect.Outcome != "" {
-			if cerr := writeBisectCI(res, f.junit.V); cerr != nil && err == nil {
-				err = cerr
-			}
 		}
 	}
 	if err != nil {
@@ -189,44 +184,17 @@ func outcomeError(bi *results.Bisect, probe bool) error {
 	return nil
 }
 
-// emitBisect writes a bisect's reports and prints its plain report.
-func emitBisect(r *results.Run, dir, out string, w io.Writer) error {
-	if out == "" {
-		out = filepath.Join(dir, "report")
-	}
+// emitBisect publishes a bisect's reports (with opt.CI, the JUnit file and
+// the job summary too) and prints its plain report.
+func emitBisect(r *results.Run, opt publish.Options) error {
 	if r.Bisect == nil || r.Bisect.Outcome == "" {
-		fmt.Fprintf(w, "bisect of %s stopped before it had an answer; what was measured is in %s\n", r.Lab, dir)
+		fmt.Fprintf(opt.Out, "bisect of %s stopped before it had an answer; what was measured is in %s\n", r.Lab, filepath.Dir(opt.ReportDir))
 		return nil
 	}
-	files, err := bisect.Files(r)
+	o, err := bisect.Outputs(r)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	var paths []string
-	for name, data := range files {
-		p := filepath.Join(out, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		paths = append(paths, p)
-	}
-	fmt.Fprint(w, "\n"+string(files["report-80.txt"]))
-	fmt.Fprintf(w, "reports: %s\n", strings.Join(sorted(paths), " "))
-	return nil
-}
-
-func writeBisectCI(r *results.Run, junitPath string) error {
-	files, err := bisect.Files(r)
-	if err != nil {
-		return err
-	}
-	if junitPath != "" {
-		if err := os.WriteFile(junitPath, files["junit.xml"], 0o644); err != nil {
-			return fmt.Errorf("--junit: %w", err)
-		}
-	}
-	return appendSummary(string(files["report.md"]))
+	_, err = publish.Publish(o, opt)
+	return err
 }

@@ -11,10 +11,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,9 +21,11 @@ import (
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
+	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/runfolder"
 	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/version"
@@ -330,42 +330,27 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		d := report.Build(res, dir, res.LabVersion)
-		files, ferr := report.Files(d, res)
-		if ferr == nil {
-			var paths []string
-			if paths, ferr = report.Write(filepath.Join(dir, "report"), files); ferr == nil {
-				fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, " "))
-			}
-		}
-		if ferr == nil {
-			ferr = ciOutputs(junit.V, report.JUnit(d), report.Lead(d))
-		}
+		folder := runfolder.Folder{Dir: dir}
+		perr := publishReport(d, res, publish.Options{ReportDir: folder.Report(), TablePath: folder.Table(), JUnitPath: junit.V, Out: out, CI: true})
 		if err != nil {
 			return err
 		}
-		if ferr != nil {
-			return ferr
+		if perr != nil {
+			return perr
 		}
 		return gates.Check(d)
 	}
 }
 
-// ciOutputs writes the JUnit file when asked for, and appends the summary to
-// $GITHUB_STEP_SUMMARY in a GitHub Actions job.
-func ciOutputs(junitPath string, suite *report.JUnitSuite, summary string) error {
-	if junitPath != "" {
-		data, err := suite.XML()
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(junitPath, data, 0o644); err != nil {
-			return fmt.Errorf("--junit: %w", err)
-		}
+// publishReport renders a run's document once and publishes it.
+func publishReport(d *report.Document, r *results.Run, opt publish.Options) error {
+	o, err := report.Outputs(d, r, isTerminal(opt.Out))
+	if err != nil {
+		return err
 	}
-	return report.AppendStepSummary(summary)
+	_, err = publish.Publish(o, opt)
+	return err
 }
-
-func appendSummary(md string) error { return report.AppendStepSummary(md) }
 
 func sorted(s []string) []string {
 	out := append([]string(nil), s...)
@@ -385,7 +370,7 @@ func (f *reportFlags) register(fs *flag.FlagSet) {
 }
 
 func loadRun(dir string) (*results.Run, error) {
-	r, err := results.Load(filepath.Join(dir, "results.json"))
+	_, r, err := runfolder.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +397,7 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		if r.Bisect != nil {
-			return emitBisect(r, args[0], f.out.V, out)
+			return emitBisect(r, publish.Options{ReportDir: f.reportDir(runfolder.Folder{Dir: args[0]}.Report()), Out: out})
 		}
 		if labFile.IsSet() {
 			lab, err := spec.Load(labFile.V)
@@ -422,7 +407,7 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			r.Claims = lab.Claims
 		}
 		d := report.Build(r, args[0], version.Lab(""))
-		return emit(d, r, f, filepath.Join(args[0], "report"), out)
+		return emit(d, r, f, runfolder.Folder{Dir: args[0]}.Report(), out)
 	}
 }
 
@@ -460,22 +445,21 @@ func compareCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	}
 }
 
+// emit publishes a regenerated report (lab report, lab compare) and applies
+// the gates asked for.
 func emit(d *report.Document, r *results.Run, f reportFlags, def string, out io.Writer) error {
-	dir := f.out.V
-	if dir == "" {
-		dir = def
-	}
-	files, err := report.Files(d, r)
-	if err != nil {
+	if err := publishReport(d, r, publish.Options{ReportDir: f.reportDir(def), Out: out}); err != nil {
 		return err
 	}
-	paths, err := report.Write(dir, files)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(out, report.Text(d, isTerminal(out)))
-	fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, " "))
 	return f.gates.Check(d)
+}
+
+// reportDir is -out, or def.
+func (f *reportFlags) reportDir(def string) string {
+	if f.out.V != "" {
+		return f.out.V
+	}
+	return def
 }
 
 func tableCommand(fs *flag.FlagSet) func(context.Context, invocation) error {

@@ -7,12 +7,13 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"lab/internal/flagval"
 	"lab/internal/merge"
+	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/version"
 )
 
@@ -72,21 +73,17 @@ func mergeCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 // do, with the merge's caveats first.
 func reportMerged(res *merge.Result, dir, junit string, gates *report.GateFlags, out io.Writer) error {
 	d := mergedDocument(res.Run, dir, res.Caveats)
-	files, err := report.Files(d, res.Run)
+	o, err := report.Outputs(d, res.Run, isTerminal(out))
 	if err != nil {
 		return err
 	}
-	paths, err := report.Write(filepath.Join(dir, "report"), files)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(out, report.Text(d, isTerminal(out)))
-	fmt.Fprintf(out, "merged %d boots of %d shard folders into %s\n", len(res.Run.Boots), len(distinct(res.From)), dir)
+	// The merge's own lines come before the paths publish prints.
 	for _, c := range res.Caveats {
-		fmt.Fprintf(out, "caveat: %s\n", c)
+		o.Text += fmt.Sprintf("caveat: %s\n", c)
 	}
-	fmt.Fprintf(out, "reports: %s\n", strings.Join(paths, " "))
-	if err := ciOutputs(junit, report.JUnit(d), report.Lead(d)); err != nil {
+	o.Text += fmt.Sprintf("merged %d boots of %d shard folders into %s\n", len(res.Run.Boots), len(distinct(res.From)), dir)
+	folder := runfolder.Folder{Dir: dir}
+	if _, err := publish.Publish(o, publish.Options{ReportDir: folder.Report(), TablePath: folder.Table(), JUnitPath: junit, Out: out, CI: true}); err != nil {
 		return err
 	}
 	return gates.Check(d)

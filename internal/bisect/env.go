@@ -12,6 +12,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/runfolder"
 	"lab/internal/vm"
 )
 
@@ -77,7 +78,7 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	sort.SliceStable(b.run.Boots, func(i, j int) bool { return b.run.Boots[i].Index < b.run.Boots[j].Index })
 	st.Boots = append(st.Boots, idx)
 	sort.Ints(st.Boots)
-	werr := b.run.Write(b.dir)
+	werr := runfolder.Folder{Dir: b.dir}.Save(b.run)
 	b.mu.Unlock()
 	if werr != nil {
 		return boot, werr

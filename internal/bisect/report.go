@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"lab/internal/exitcode"
+	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/stats"
@@ -70,6 +71,17 @@ func Files(r *results.Run) (map[string][]byte, error) {
 	}
 	out["junit.xml"] = x
 	return out, nil
+}
+
+// Outputs renders a bisect's reports once for every place they go: the
+// report files, the terminal (the 80-column report), JUnit and the job
+// summary (the Markdown report).
+func Outputs(r *results.Run) (publish.Outputs, error) {
+	files, err := Files(r)
+	if err != nil {
+		return publish.Outputs{}, err
+	}
+	return publish.Outputs{Files: files, Text: "\n" + string(files["report-80.txt"]), JUnit: files["junit.xml"], Summary: string(files["report.md"])}, nil
 }
 
 // Headline says what the bisect found in one paragraph, in the style of the

@@ -16,6 +16,7 @@ import (
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/runfolder"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/version"
@@ -97,11 +98,11 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if len(plans) > 1 {
 		b.logf("the lab's matrix has %d shapes: bisecting on the first, %s %s (choose another with --arch and --cpus)", len(plans), p.Arch.Name, p.Shape)
 	}
-	id := "bisect-" + time.Now().UTC().Format("20060102-150405")
-	b.dir = filepath.Join(opt.ResultsDir, lab.Name, id)
-	if err := os.MkdirAll(b.dir, 0o755); err != nil {
+	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), "bisect-"+time.Now().UTC().Format("20060102-150405"))
+	if err != nil {
 		return nil, "", err
 	}
+	b.dir = folder.Dir
 	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Claims: lab.Claims,
 		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock, Parallel: b.workers()}}
@@ -109,7 +110,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	b.run.Finished = time.Now().UTC()
 	b.run.Elapsed = time.Since(b.start)
 	b.run.Complete = err == nil
-	if werr := b.run.Write(b.dir); werr != nil && err == nil {
+	if werr := folder.Save(b.run); werr != nil && err == nil {
 		err = werr
 	}
 	if b.log != nil {
@@ -193,7 +194,7 @@ func (b *bisector) do(ctx context.Context) error {
 
 // prepare makes the source tree, the steps and the initramfs.
 func (b *bisector) prepare(ctx context.Context) error {
-	log, err := os.OpenFile(filepath.Join(b.dir, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(runfolder.Folder{Dir: b.dir}.Log("build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func (b *bisector) prepare(ctx context.Context) error {
 	b.initrd = img.Path
 	b.run.Initramfs = []results.Initramfs{{Arch: b.plan.Arch.Name, Path: img.Path, Key: img.Key, Cached: img.Cached}}
 	b.run.Bisect.Steps = b.steps
-	return b.run.Write(b.dir)
+	return runfolder.Folder{Dir: b.dir}.Save(b.run)
 }
 
 // record copies the search's answer into the run's record.

@@ -9,6 +9,7 @@ import (
 	"lab/internal/gitcmd"
 	"lab/internal/kbuild"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
@@ -155,7 +156,7 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 	defer b.mu.Unlock()
 	st.Kernel = &kern
 	b.run.Kernels = append(b.run.Kernels, kern)
-	return kern.Info.ImageSHA256, b.run.Write(b.dir)
+	return kern.Info.ImageSHA256, runfolder.Folder{Dir: b.dir}.Save(b.run)
 }
 
 // blame says why a step does not compile, first line first: the

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"lab/internal/exitcode"
+	"lab/internal/runfolder"
 )
 
 // Slurm is one submission of a lab run to Slurm: the scripts, logs, shard
@@ -217,7 +218,7 @@ func (s Slurm) Submit(ctx context.Context, run Runner) (*Submission, error) {
 	if _, err := WriteScripts(s.scripts(), scripts); err != nil {
 		return nil, err
 	}
-	sub := &Submission{Dir: s.Dir, Shards: s.Req.Shards, Merged: s.Merged(), Report: filepath.Join(s.Merged(), "report", "report.txt"),
+	sub := &Submission{Dir: s.Dir, Shards: s.Req.Shards, Merged: s.Merged(), Report: filepath.Join(runfolder.Folder{Dir: s.Merged()}.Report(), "report.txt"),
 		Logs: s.Logs(), Resubmit: Line([]string{s.Script("resubmit.sh"), "K"})}
 	if sub.Build, err = sbatch(ctx, run, s.BuildJob()); err != nil {
 		return nil, fmt.Errorf("submit the build job: %w", err)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/shard"
 	"lab/internal/variant"
 )
@@ -49,7 +50,7 @@ func Load(args []string) ([]Shard, error) {
 // ended before its first boot; for a shard that is what a task cancelled
 // early leaves, a partial shard of 0 boots, which the merge reports.
 func loadShard(dir string) (*results.Run, error) {
-	path := filepath.Join(dir, "results.json")
+	path := runfolder.Folder{Dir: dir}.Results()
 	r, err := results.Load(path)
 	if err == nil {
 		return r, nil
@@ -507,7 +508,7 @@ func Write(res *Result, dir string, shards []Shard) error {
 			return fmt.Errorf("boot %d: %w", b.Index, err)
 		}
 	}
-	if err := res.Run.Write(dir); err != nil {
+	if err := (runfolder.Folder{Dir: dir}).Save(res.Run); err != nil {
 		return fmt.Errorf("write the merged run: %w", err)
 	}
 	return nil
@@ -524,7 +525,8 @@ func prepareDir(dir string, shards []Shard) error {
 			return fmt.Errorf("-o %s is one of the shards", dir)
 		}
 	}
-	prev := filepath.Join(dir, "results.json")
+	folder := runfolder.Folder{Dir: dir}
+	prev := folder.Results()
 	_, err = os.Stat(prev)
 	if errors.Is(err, os.ErrNotExist) {
 		return os.MkdirAll(dir, 0o755)
@@ -536,10 +538,8 @@ func prepareDir(dir string, shards []Shard) error {
 	case !IsMerged(old):
 		return fmt.Errorf("-o %s holds a run lab merge did not make: give an empty or new folder", dir)
 	default:
-		for _, sub := range []string{"boots", "report", "results.json"} {
-			if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-				return fmt.Errorf("replace the merge in %s: %w", dir, err)
-			}
+		if err := folder.Clear(); err != nil {
+			return fmt.Errorf("replace the merge in %s: %w", dir, err)
 		}
 	}
 	return os.MkdirAll(dir, 0o755)

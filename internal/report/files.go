@@ -1,11 +1,7 @@
 package report
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-
+	"lab/internal/publish"
 	"lab/internal/results"
 )
 
@@ -35,19 +31,21 @@ func Files(d *Document, r *results.Run) (map[string][]byte, error) {
 	return out, nil
 }
 
-// Write saves every output in dir and returns the paths, sorted.
-func Write(dir string, files map[string][]byte) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+// Outputs renders the document once for every place it goes: the report
+// files, the terminal (in colour when it is one), the run folder's table,
+// JUnit and the job summary.
+func Outputs(d *Document, r *results.Run, color bool) (publish.Outputs, error) {
+	files, err := Files(d, r)
+	if err != nil {
+		return publish.Outputs{}, err
 	}
-	var paths []string
-	for name, data := range files {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return nil, fmt.Errorf("write report: %w", err)
-		}
-		paths = append(paths, p)
+	junit, err := JUnit(d).XML()
+	if err != nil {
+		return publish.Outputs{}, err
 	}
-	sort.Strings(paths)
-	return paths, nil
+	text := string(files["report.txt"])
+	if color {
+		text = Text(d, true)
+	}
+	return publish.Outputs{Files: files, Text: text, Table: string(files["report.txt"]), JUnit: junit, Summary: Lead(d)}, nil
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
-	"os"
 
 	"lab/internal/stats"
 	"lab/internal/verdict"
@@ -89,28 +88,4 @@ func changeText(c stats.Change) string {
 		return "no data"
 	}
 	return fmt.Sprintf("%+.3f %% [%+.3f, %+.3f], p = %.3f (%s)", c.Pct, c.Lo, c.Hi, c.P, verdictMark(c))
-}
-
-// stepSummaryLimit is GitHub's limit on a step summary.
-const stepSummaryLimit = 1 << 20
-
-// AppendStepSummary appends Markdown to $GITHUB_STEP_SUMMARY when it is set
-// (a GitHub Actions job), cut to stay under GitHub's 1 MiB.
-func AppendStepSummary(md string) error {
-	path := os.Getenv("GITHUB_STEP_SUMMARY")
-	if path == "" {
-		return nil
-	}
-	if len(md) > stepSummaryLimit-1024 {
-		md = md[:stepSummaryLimit-1024] + "\n\n(cut to GitHub's 1 MiB step summary limit: see the report artifact)\n"
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
-	}
-	if _, err := f.WriteString(md + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
-	}
-	return f.Close()
 }

@@ -25,6 +25,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/gitcmd"
 	"lab/internal/kconfig"
+	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -255,11 +256,8 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 			}
 		}
 	}
-	table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(table), "uprobe-srcu · "+archName+" · 2 vCPUs · TCG") && !strings.Contains(string(table), "KVM") {
+	table := report.Text(report.Build(saved, dir, "test"), false)
+	if !strings.Contains(table, "uprobe-srcu · "+archName+" · 2 vCPUs · TCG") && !strings.Contains(string(table), "KVM") {
 		t.Errorf("table header:\n%s", table)
 	}
 }

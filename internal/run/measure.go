@@ -13,6 +13,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/shard"
 	"lab/internal/topology"
 	"lab/internal/variant"
@@ -139,7 +140,7 @@ type Booter struct {
 func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, name, label string) (results.Boot, error) {
 	shape := p.Shape
 	hostTopo := p.HostTopology
-	rel := filepath.Join("boots", fmt.Sprintf("%02d-%s-%s-%s", idx, p.Arch.Name, p.Tag(), pathSafe(name)))
+	rel := runfolder.Boot(idx, p.Arch.Name, p.Tag(), pathSafe(name))
 	b := results.Boot{
 		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: p.Accel, Clock: p.Clock,
 		Console: filepath.Join(rel, "console.log"), Job: p.Job,

@@ -20,8 +20,8 @@ import (
 	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
 	"lab/internal/progress"
-	"lab/internal/report"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/variant"
@@ -145,9 +145,11 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	case opt.Shard.N > 1:
 		id += fmt.Sprintf("-shard%d-of-%d", opt.Shard.K, opt.Shard.N)
 	}
-	if r.dir, id, err = newRunDir(filepath.Join(opt.ResultsDir, lab.Name), id); err != nil {
+	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), id)
+	if err != nil {
 		return nil, "", err
 	}
+	r.dir = folder.Dir
 	r.run = &results.Run{
 		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Host: hostInfo(host),
@@ -196,14 +198,9 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 	if err != nil {
 		return err
 	}
-	text := report.Text(report.Build(r.run, r.dir, r.run.LabVersion), false)
-	fmt.Fprintf(r.opt.Out, "\n%s\n", text)
-	if err := os.WriteFile(filepath.Join(r.dir, "table.txt"), []byte(text), 0o644); err != nil {
-		return err
-	}
 	r.logf("results: %s", r.dir)
 	if failed > 0 {
-		e := &FailedBootsError{Failed: failed, Results: filepath.Join(r.dir, "results.json")}
+		e := &FailedBootsError{Failed: failed, Results: r.folder().Results()}
 		for _, b := range r.run.Boots {
 			if b.Failure != nil && vm.KernelFault(b.Failure.Kind) {
 				e.Kernel++
@@ -239,36 +236,14 @@ func (e *FailedBootsError) Error() string {
 // Infrastructure reports whether no boot failed because of the kernel.
 func (e *FailedBootsError) Infrastructure() bool { return e.Kernel == 0 }
 
-// newRunDir makes a run's folder under parent, named id, or id-2, id-3...
-// when another run (of the same lab, started the same second) has it.
-func newRunDir(parent, id string) (string, string, error) {
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", "", err
-	}
-	name := id
-	for i := 2; ; i++ {
-		dir := filepath.Join(parent, name)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, name, nil
-		}
-		if !os.IsExist(err) || i > 100 {
-			return "", "", err
-		}
-		name = fmt.Sprintf("%s-%d", id, i)
-	}
-}
+// folder is the run's folder: what owns its paths.
+func (r *Runner) folder() runfolder.Folder { return runfolder.Folder{Dir: r.dir} }
 
-func (r *Runner) save() error {
-	if err := r.run.Write(r.dir); err != nil {
-		return fmt.Errorf("save results: %w", err)
-	}
-	return nil
-}
+func (r *Runner) save() error { return r.folder().Save(r.run) }
 
 // logWriter opens a log file in the run directory; Run closes it.
 func (r *Runner) logWriter(name string) (io.Writer, error) {
-	f, err := os.OpenFile(filepath.Join(r.dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(r.folder().Log(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
