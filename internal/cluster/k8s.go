@@ -38,13 +38,93 @@ type k8sData struct {
 	FailIndex, Retry []exitcode.Code
 }
 
+// k8sPod is one Job's pod: every Job runs lab in the same container on the
+// shared claim; they differ in the command, the resources, whether the
+// kernel cache is mounted and whether pods keep a node each.
+type k8sPod struct {
+	Unit, Image, Command string
+	CPU, Memory          string // requests; "" for none
+	KVM                  bool   // a /dev/kvm from KubeVirt's device plugin
+	Cache                bool   // the kernel cache at /cache
+	OnePerNode           bool   // wall-clock boots must not share a node
+}
+
+// Pod is the pod of the build, shards or merge Job.
+func (d k8sData) Pod(unit string) k8sPod {
+	p := k8sPod{Unit: unit, Image: d.Image, Cache: true}
+	switch unit {
+	case "build":
+		p.Command, p.CPU, p.Memory = d.Build, "4", "8Gi"
+	case "shards":
+		p.Command, p.CPU, p.Memory, p.KVM, p.OnePerNode = d.Boot, "2", "4Gi", true, true
+	case "merge":
+		p.Command, p.Cache = d.Merge, false
+	}
+	return p
+}
+
 // Codes are codes as a YAML flow list's items: 1, 2.
 func (k8sData) Codes(codes []exitcode.Code) string { return exitcode.List(codes, "") }
 
 // Either is codes as words: 5, 130 or 143.
 func (k8sData) Either(codes []exitcode.Code) string { return exitcode.List(codes, "or") }
 
-const k8sTemplate = `# lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written by:
+const k8sTemplate = `{{define "pod"}}  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: lab
+        lab/unit: {{.Unit}}
+    spec:
+      restartPolicy: Never
+{{- if .OnePerNode}}
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector:
+                matchLabels:
+                  lab/unit: {{.Unit}}
+{{- end}}
+      containers:
+        - name: lab
+          image: {{.Image}}
+          workingDir: /lab
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec {{.Command}}
+          env:
+            - name: LAB_RUN
+              value: "1"
+{{- if .Cache}}
+            - name: LAB_CACHE
+              value: /cache
+{{- end}}
+{{- if .CPU}}
+          resources:
+            requests:
+              cpu: "{{.CPU}}"
+              memory: {{.Memory}}
+{{- if .KVM}}
+            limits:
+              devices.kubevirt.io/kvm: "1"
+{{- end}}
+{{- end}}
+          volumeMounts:
+{{- if .Cache}}
+            - name: shared
+              mountPath: /cache
+              subPath: cache
+{{- end}}
+            - name: shared
+              mountPath: /results
+              subPath: results
+      volumes:
+        - name: shared
+          persistentVolumeClaim:
+            claimName: lab-cache
+{{- end -}}
+# lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written by:
 #   {{.Generator}}
 # The image ({{.Image}}) holds lab's checkout in /lab with lab on the PATH and
 # ./scripts/install-deps run. Pods share the claim lab-cache (ReadWriteMany):
@@ -91,41 +171,7 @@ metadata:
     lab/unit: build
 spec:
   backoffLimit: 1
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: lab
-        lab/unit: build
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: lab
-          image: {{.Image}}
-          workingDir: /lab
-          command: ["/bin/sh", "-c"]
-          args:
-            - |
-              exec {{.Build}}
-          env:
-            - name: LAB_RUN
-              value: "1"
-            - name: LAB_CACHE
-              value: /cache
-          resources:
-            requests:
-              cpu: "4"
-              memory: 8Gi
-          volumeMounts:
-            - name: shared
-              mountPath: /cache
-              subPath: cache
-            - name: shared
-              mountPath: /results
-              subPath: results
-      volumes:
-        - name: shared
-          persistentVolumeClaim:
-            claimName: lab-cache
+{{template "pod" (.Pod "build")}}
 ---
 apiVersion: batch/v1
 kind: Job
@@ -154,50 +200,7 @@ spec:
           containerName: lab
           operator: In
           values: [{{.Codes .Retry}}]
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: lab
-        lab/unit: shards
-    spec:
-      restartPolicy: Never
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - topologyKey: kubernetes.io/hostname
-              labelSelector:
-                matchLabels:
-                  lab/unit: shards
-      containers:
-        - name: lab
-          image: {{.Image}}
-          workingDir: /lab
-          command: ["/bin/sh", "-c"]
-          args:
-            - |
-              exec {{.Boot}}
-          env:
-            - name: LAB_RUN
-              value: "1"
-            - name: LAB_CACHE
-              value: /cache
-          resources:
-            requests:
-              cpu: "2"
-              memory: 4Gi
-            limits:
-              devices.kubevirt.io/kvm: "1"
-          volumeMounts:
-            - name: shared
-              mountPath: /cache
-              subPath: cache
-            - name: shared
-              mountPath: /results
-              subPath: results
-      volumes:
-        - name: shared
-          persistentVolumeClaim:
-            claimName: lab-cache
+{{template "pod" (.Pod "shards")}}
 ---
 apiVersion: batch/v1
 kind: Job
@@ -208,30 +211,5 @@ metadata:
     lab/unit: merge
 spec:
   backoffLimit: 0
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: lab
-        lab/unit: merge
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: lab
-          image: {{.Image}}
-          workingDir: /lab
-          command: ["/bin/sh", "-c"]
-          args:
-            - |
-              exec {{.Merge}}
-          env:
-            - name: LAB_RUN
-              value: "1"
-          volumeMounts:
-            - name: shared
-              mountPath: /results
-              subPath: results
-      volumes:
-        - name: shared
-          persistentVolumeClaim:
-            claimName: lab-cache
+{{template "pod" (.Pod "merge")}}
 `
