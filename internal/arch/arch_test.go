@@ -3,6 +3,7 @@ package arch
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,27 @@ func TestLookupAliases(t *testing.T) {
 	}
 	if _, err := Lookup("riscv64"); err == nil {
 		t.Error("riscv64: want an error until it has an entry")
+	}
+}
+
+// TestInstallDepsCoversTheTable: scripts/install-deps is shell and cannot
+// read the arch table, so it is checked against it: every arch's QEMU and
+// cross-compiler package must be in its list.
+func TestInstallDepsCoversTheTable(t *testing.T) {
+	data, err := os.ReadFile("../../scripts/install-deps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]bool{}
+	for _, w := range strings.Fields(string(data)) {
+		words[strings.Trim(w, `"'`)] = true
+	}
+	for _, name := range Names() {
+		a, _ := Lookup(name)
+		for _, pkg := range []string{a.QEMUPackage, a.CrossPackage} {
+			if pkg != "" && !words[pkg] {
+				t.Errorf("%s needs the Debian package %s, which scripts/install-deps does not install", name, pkg)
+			}
+		}
 	}
 }
