@@ -1,5 +1,9 @@
-// Package series reads a patch series (a folder of git format-patch or mbox
-// files) and applies it to, or reverts it from, a git work tree.
+// Package series reads a patch series and applies it to, or reverts it
+// from, a git work tree. Load reads a series folder (a file per patch);
+// Open also reads what a mailing list delivers (an mbox such as b4 am's
+// .mbx with its .cover, one mail, a bare diff, stdin), with what the list
+// adds: the cover letter, the version, the base-commit, each patch's
+// author and trailers. Its leaf package mbox decodes the mail.
 package series
 
 import (
@@ -44,6 +48,17 @@ type Patch struct {
 	// Files are the paths the patch changes (its "+++ b/" and "--- a/"
 	// lines), to name the patch behind a compiler error.
 	Files []string
+
+	// What the list says of the patch; Open sets these, Load does not.
+	Author   string    // its From:, "Name <address>"
+	Number   int       // N of its [PATCH N/M] tag; 0 when untagged
+	Total    int       // M of the tag
+	Trailers []Trailer // Signed-off-by, Acked-by, Link...: in the commit message, recorded here
+	// MailSHA256 is the sha256 of the mail as it was in the input (CRLF,
+	// transfer encoding, mbox separator and all), for the provenance;
+	// SHA256 is that of the file git am gets.
+	MailSHA256 string
+	Origin     string // where the mail was: "FILE mail 3", or the patch file
 }
 
 // Series is an ordered list of patches.
@@ -54,6 +69,16 @@ type Series struct {
 	// Notes are what Load skipped and why (a cover letter), for the
 	// caller to show.
 	Notes []string
+
+	// What Open recognised; Load leaves these zero.
+	Kind        string // KindFolder, KindMbox, KindMail or KindDiff
+	Input       string // the path Open was given; "-" for stdin
+	InputSHA256 string // of the input file; "" for a folder
+	Version     int    // the series' version, 2 for [PATCH v2 n/m]; 1 when untagged
+	RFC         bool   // tagged RFC
+	BaseCommit  string // the base-commit: line (the cover letter's, else a patch's); "" if none
+	Cover       *Cover // the cover letter; nil if there is none
+	temp        bool   // Dir is a temporary folder Open made: Close removes it
 }
 
 // patchExts are the file names a series folder may hold.
@@ -66,51 +91,59 @@ var patchExts = []string{".patch", ".mbox", ".mbx", ".diff", ".eml"}
 // left by patch(1), a quilt "series" file) is an error naming it, since
 // skipping it silently could drop a patch the user meant. A cover letter
 // (0000-*.patch, or a "[PATCH 0/n]" mail without a diff) is skipped with a
-// note in Notes.
+// note in Notes. Open reads the other forms a series arrives in.
 func Load(dir string) (*Series, error) {
+	s, _, err := load(dir)
+	return s, err
+}
+
+// load is Load, also returning the cover letters' paths.
+func load(dir string) (*Series, []string, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("series folder %s does not exist", dir)
+		return nil, nil, fmt.Errorf("series folder %s does not exist", dir)
 	case err != nil:
-		return nil, fmt.Errorf("series folder: %w", err)
+		return nil, nil, fmt.Errorf("series folder: %w", err)
 	case !fi.IsDir():
-		return nil, fmt.Errorf("series %s is a file: a series is a folder of patches (git format-patch -o FOLDER)", dir)
+		return nil, nil, fmt.Errorf("series %s is a file: a series is a folder of patches (git format-patch -o FOLDER)", dir)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read series: %w", err)
+		return nil, nil, fmt.Errorf("read series: %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Series{Name: filepath.Base(abs), Dir: abs}
+	var covers []string
 	for _, e := range ents { // ReadDir sorts by name: the order patches apply in
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		p := filepath.Join(abs, e.Name())
 		if !e.Type().IsRegular() {
-			return nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), no folders or links", p, strings.Join(patchExts, ", "))
+			return nil, nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), no folders or links", p, strings.Join(patchExts, ", "))
 		}
 		if !slices.Contains(patchExts, filepath.Ext(e.Name())) {
-			return nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), applied in name order; move it out of the folder", p, strings.Join(patchExts, ", "))
+			return nil, nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), applied in name order; move it out of the folder", p, strings.Join(patchExts, ", "))
 		}
 		patch, note, err := readPatch(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if note != "" {
 			s.Notes = append(s.Notes, note)
+			covers = append(covers, p)
 			continue
 		}
 		s.Patches = append(s.Patches, patch)
 	}
 	if len(s.Patches) == 0 {
-		return nil, fmt.Errorf("series folder %s has no patches: put the series there with git format-patch -o %s BASE..TIP", dir, dir)
+		return nil, nil, fmt.Errorf("series folder %s has no patches: put the series there with git format-patch -o %s BASE..TIP", dir, dir)
 	}
-	return s, nil
+	return s, covers, nil
 }
 
 // readPatch reads one patch file; a cover letter gives a note instead.
@@ -207,6 +240,8 @@ func coverSubject(text string) bool { return coverTag.MatchString(rawSubject(tex
 var coverTag = regexp.MustCompile(`^\[[^\]]*\b0+/\d+\]`)
 
 // Hash identifies the series' content: it changes when any patch changes.
+// For a series Open wrote, the files hold the decoded mails, so the same
+// patches hash the same whatever mbox, line ends or encoding carried them.
 func (s *Series) Hash() string {
 	h := sha256.New()
 	for _, p := range s.Patches {
