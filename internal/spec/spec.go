@@ -116,39 +116,17 @@ type Matrix struct {
 }
 
 // Shapes resolves every cpus × numa combination of the matrix for arch.
-func (m Matrix) Shapes(arch string) ([]topology.Shape, error) {
-	var out []topology.Shape
-	for _, cpus := range m.CPUs {
-		numa := m.NUMA
-		if len(numa) == 0 || m.NUMALayout != nil {
-			numa = []int{0}
-		}
-		for _, n := range numa {
-			s, err := topology.Resolve(arch, topology.Request{
-				CPUs: cpus, Sockets: m.Sockets, Clusters: m.Clusters, Cores: m.Cores, Threads: m.Threads,
-				Memory: m.Memory, NUMA: n, Layout: m.NUMALayout,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", arch, err)
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
+func (m Matrix) Shapes(arch string) ([]topology.Shape, error) { return m.axes().Shapes(arch) }
 
 // ShapeCount is how many shapes the matrix runs over all its arches: all
 // that dealing a run's boots (package shard) needs of it.
-func (m Matrix) ShapeCount() (int, error) {
-	n := 0
-	for _, a := range m.Arch {
-		s, err := m.Shapes(a)
-		if err != nil {
-			return 0, err
-		}
-		n += len(s)
-	}
-	return n, nil
+func (m Matrix) ShapeCount() (int, error) { return m.axes().Count(m.Arch) }
+
+func (m Matrix) axes() topology.Axes {
+	return topology.Axes{CPUs: m.CPUs, NUMA: m.NUMA, Base: topology.Request{
+		Sockets: m.Sockets, Clusters: m.Clusters, Cores: m.Cores, Threads: m.Threads,
+		Memory: m.Memory, Layout: m.NUMALayout,
+	}}
 }
 
 // ProducersFor is the producer counts a guest with cpus vCPUs runs.

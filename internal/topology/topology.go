@@ -115,6 +115,52 @@ func Resolve(archName string, r Request) (Shape, error) {
 	return s, nil
 }
 
+// Axes are the guest-shape axes of a lab's matrix: each vCPU count, and
+// each NUMA node count, the rest of the request the same for all. A matrix
+// without NUMA counts, or with an explicit layout, has one NUMA setting.
+// The lab file (package spec) and the record of a run (package results)
+// both expand their matrix here.
+type Axes struct {
+	CPUs []int
+	NUMA []int
+	Base Request // sockets, clusters, cores, threads, memory, layout
+}
+
+// Shapes resolves every cpus × numa combination for arch, cpus first.
+func (x Axes) Shapes(archName string) ([]Shape, error) {
+	numa := x.NUMA
+	if len(numa) == 0 || x.Base.Layout != nil {
+		numa = []int{0}
+	}
+	var out []Shape
+	for _, cpus := range x.CPUs {
+		for _, n := range numa {
+			r := x.Base
+			r.CPUs, r.NUMA = cpus, n
+			s, err := Resolve(archName, r)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", archName, err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Count is how many shapes the axes make over all of arches: all that
+// dealing a run's boots to shards needs of a matrix.
+func (x Axes) Count(arches []string) (int, error) {
+	n := 0
+	for _, a := range arches {
+		s, err := x.Shapes(a)
+		if err != nil {
+			return 0, err
+		}
+		n += len(s)
+	}
+	return n, nil
+}
+
 // fillTopology chooses sockets, clusters, cores and threads that multiply to
 // the vCPUs: one socket per NUMA node unless told otherwise.
 func (s *Shape) fillTopology(nodes int) error {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -212,5 +213,44 @@ func TestCaveats(t *testing.T) {
 	c := strings.Join(Caveats(s, Host{CPUs: 2, Nodes: [][]int{{0, 1}}}, false), "; ")
 	if !strings.Contains(c, "oversubscribed: 96 vCPUs on 2 host CPUs") {
 		t.Errorf("caveats %q lack oversubscription", c)
+	}
+}
+
+// A matrix's shapes are its vCPU counts × its NUMA counts, cpus first; no
+// NUMA counts, or an explicit layout, is one NUMA setting.
+func TestAxes(t *testing.T) {
+	layout := &Layout{Nodes: []NodeSpec{{CPUs: "0-1", Memory: "512M"}, {CPUs: "2-3", Memory: "512M"}}}
+	for _, tc := range []struct {
+		name   string
+		x      Axes
+		arches []string
+		want   []string // the first arch's shapes: vCPUs/NUMA nodes
+		count  int
+	}{
+		{"cpus only", Axes{CPUs: []int{1, 2}, Base: Request{Memory: "1G"}}, []string{"x86_64"}, []string{"1/0", "2/0"}, 2},
+		{"cpus × numa", Axes{CPUs: []int{2, 4}, NUMA: []int{1, 2}, Base: Request{Memory: "2G"}}, []string{"x86_64", "arm64"},
+			[]string{"2/0", "2/2", "4/0", "4/2"}, 8},
+		{"a layout is one setting", Axes{CPUs: []int{4}, NUMA: []int{1, 2}, Base: Request{Layout: layout}}, []string{"x86_64"},
+			[]string{"4/2"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shapes, err := tc.x.Shapes(tc.arches[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range shapes {
+				got = append(got, fmt.Sprintf("%d/%d", s.CPUs, len(s.Nodes)))
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("shapes %q, want %q", got, tc.want)
+			}
+			if n, err := tc.x.Count(tc.arches); err != nil || n != tc.count {
+				t.Errorf("Count = %d, %v; want %d", n, err, tc.count)
+			}
+		})
+	}
+	if _, err := (Axes{CPUs: []int{1000}, Base: Request{Memory: "1G"}}).Count([]string{"x86_64"}); err == nil || !strings.HasPrefix(err.Error(), "x86_64: ") {
+		t.Errorf("a shape the arch cannot boot: %v", err)
 	}
 }
