@@ -9,6 +9,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
+	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/vm"
 )
@@ -34,7 +35,7 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 				return err
 			}
 			fmt.Fprintf(inv.out, "%s: %s (%s)\n", a.Name, strings.ToUpper(accel.Name), accel.Reason)
-			if accel.Name != vm.KVM {
+			if accel.Name != results.KVM {
 				return codeError{exitcode.Failed, fmt.Errorf("no KVM for %s guests here", a.Name)}
 			}
 			return nil

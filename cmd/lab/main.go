@@ -404,7 +404,7 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			if err != nil {
 				return err
 			}
-			r.Claims = lab.Claims
+			r.Claims = run.RecordClaims(lab.Claims)
 		}
 		d := report.Build(r, args[0], version.Lab(""))
 		return emit(d, r, f, runfolder.Folder{Dir: args[0]}.Report(), out)

@@ -24,7 +24,6 @@ import (
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
-	"lab/internal/vm"
 )
 
 // labBinary builds lab once for the tests of this file.
@@ -170,7 +169,7 @@ func TestSignalDuringBoot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Boots) != 1 || r.Boots[0].Failure == nil || r.Boots[0].Failure.Kind != vm.FailInterrupt || r.Complete {
+			if len(r.Boots) != 1 || r.Boots[0].Failure == nil || r.Boots[0].Failure.Kind != results.FailInterrupt || r.Complete {
 				t.Errorf("saved: complete %v, boots %+v", r.Complete, r.Boots)
 			}
 			if l := settle("qemu-system", res); len(l) > 0 {

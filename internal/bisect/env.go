@@ -21,7 +21,7 @@ import (
 func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	end := k == 0 || k == len(b.steps)-1
 	b.mu.Lock()
-	if b.opt.Run && end && b.plan.Clock == vm.ClockICount && b.ends == nil {
+	if b.opt.Run && end && b.plan.Clock == results.ClockICount && b.ends == nil {
 		b.loadEnds()
 	}
 	if q := b.pending[k]; len(q) > 0 {
@@ -86,8 +86,8 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	switch {
 	case err == nil:
 		return boot, nil
-	case vm.KernelFault(vm.Kind(err)):
-		return boot, &SkipError{Why: "does not boot (" + vm.Kind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+	case results.KernelFault(results.FailureKind(err)):
+		return boot, &SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
 	}
 	return boot, err
 }

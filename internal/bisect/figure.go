@@ -12,7 +12,6 @@ import (
 	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
-	"lab/internal/vm"
 	"lab/internal/workpool"
 )
 
@@ -37,7 +36,7 @@ func figureOf(opt Options, lab *spec.Lab, p run.ShapePlan) (*results.Figure, str
 		if opt.Claim > len(lab.Claims) {
 			return nil, "", fmt.Errorf("--claim %d: the lab has %d claims", opt.Claim, len(lab.Claims))
 		}
-		c := lab.Claims[opt.Claim-1]
+		c := run.RecordClaims(lab.Claims)[opt.Claim-1]
 		for _, n := range c.Producers {
 			for _, q := range producers {
 				if n == q && (!c.Scaling || n > 1) {
@@ -91,7 +90,7 @@ func (b *bisector) chosenText() string {
 func (b *bisector) chooseFigure(ctx context.Context) error {
 	n := len(b.steps) - 1
 	boots := 4
-	if b.plan.Clock == vm.ClockICount {
+	if b.plan.Clock == results.ClockICount {
 		boots = 2
 	}
 	for _, k := range []int{0, n} {

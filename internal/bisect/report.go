@@ -18,7 +18,6 @@ import (
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/stats"
-	"lab/internal/vm"
 )
 
 // RunExitCode is the git bisect run exit code of a --run bisect.
@@ -158,7 +157,7 @@ func stepName(st results.BisectStep) string {
 }
 
 func digits(bi *results.Bisect) int {
-	if bi.Clock == vm.ClockICount {
+	if bi.Clock == results.ClockICount {
 		return 3
 	}
 	return 1
@@ -168,7 +167,7 @@ func digits(bi *results.Bisect) int {
 // the controls' floor (p cannot reach 0.05 with one or two boots a step),
 // under the wall clock with its interval and p.
 func changeText(bi *results.Bisect, c stats.Change) string {
-	if bi.Clock == vm.ClockICount && !c.NoData {
+	if bi.Clock == results.ClockICount && !c.NoData {
 		beyond := "beyond"
 		if math.Abs(c.Pct) <= bi.FloorPct {
 			beyond = "within"
@@ -237,7 +236,7 @@ func figureCell(bi *results.Bisect, k int) string {
 	if bi.Figure.Scaling {
 		scale, d = 1, 4
 	}
-	if bi.Clock != vm.ClockICount {
+	if bi.Clock != results.ClockICount {
 		d = 3
 	}
 	if s.N == 1 {
@@ -262,7 +261,7 @@ func stepRows(r *results.Run) []stepRow {
 		if st.Index > 0 {
 			if own, ok := ownChange(bi, st.Index); ok {
 				row.Own = pctCI(own, d)
-				if len(valuesOf(bi, st.Index)) < 2 || bi.Clock == vm.ClockICount {
+				if len(valuesOf(bi, st.Index)) < 2 || bi.Clock == results.ClockICount {
 					row.Own = pctText(own, d)
 				}
 			}
@@ -324,7 +323,7 @@ func Markdown(r *results.Run) string {
 }
 
 func judgedBy(bi *results.Bisect) string {
-	if bi.Clock == vm.ClockICount {
+	if bi.Clock == results.ClockICount {
 		like := bi.LikePct
 		if like == 0 { // recorded before like_pct existed
 			like = bi.FloorPct

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"lab/internal/results"
-	"lab/internal/vm"
 )
 
 // fakeRecord is a bisect of 6 patches with the culprit at step 5 and step 3
@@ -28,7 +27,7 @@ func fakeRecord(t *testing.T, each bool) *results.Run {
 	}
 	r := &results.Run{Lab: "fake", RunID: "bisect-1", LabVersion: "abc1234", Command: []string{"lab", "bisect", "labs/fake.yaml"},
 		Bisect: &results.Bisect{Range: "series fake (apply mode, 6 patches)", Figure: results.Figure{Benchmark: "uprobe-nop", Producers: 1},
-			Chosen: "asked for on the command line", Clock: vm.ClockICount}}
+			Chosen: "asked for on the command line", Clock: results.ClockICount}}
 	var steps []results.BisectStep
 	for k := 0; k <= 6; k++ {
 		steps = append(steps, results.BisectStep{Index: k, Name: fmt.Sprintf("000%d-x.patch", k), Subject: fmt.Sprintf("x: change %d", k), SameAs: -1})

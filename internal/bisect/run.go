@@ -76,7 +76,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	}
 	run.Parallelize(plans, opt.Parallel, host.CPUs)
 	p := plans[0]
-	if p.Clock != vm.ClockICount && opt.Parallel > 1 {
+	if p.Clock != results.ClockICount && opt.Parallel > 1 {
 		return nil, "", fmt.Errorf("--parallel %d: this bisect runs under the wall clock (%s %s), where guests side by side slow each other and a step is judged against boots of the ends: it boots one guest at a time", opt.Parallel, p.Arch.Name, p.Shape)
 	}
 	fig, chosen, err := figureOf(opt, lab, p)
@@ -104,7 +104,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	}
 	b.dir = folder.Dir
 	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Claims: lab.Claims,
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: run.RecordMatrix(lab.Matrix), Claims: run.RecordClaims(lab.Claims),
 		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock, Parallel: b.workers()}}
 	err = b.do(ctx)
 	b.run.Finished = time.Now().UTC()
@@ -150,7 +150,7 @@ type bisector struct {
 // workers is how many boots run at once: the plan's (see run.Parallelize)
 // under icount, one under the wall clock.
 func (b *bisector) workers() int {
-	if b.plan.Clock != vm.ClockICount {
+	if b.plan.Clock != results.ClockICount {
 		return 1
 	}
 	return max(b.plan.Parallel, 1)
@@ -171,7 +171,7 @@ func (b *bisector) do(ctx context.Context) error {
 			return err
 		}
 	}
-	mode := Mode{ICount: b.plan.Clock == vm.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	mode := Mode{ICount: b.plan.Clock == results.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
 	if w := b.workers(); w > 1 {
 		b.logf("bisect: up to %d boots at a time (icount: a guest beside another does not change its figures)", w)
 	}

@@ -541,9 +541,10 @@ func saveBTF(ctx context.Context, a arch.Arch, out, dir string) (string, error) 
 	return btf, nil
 }
 
-// HZ is the kernel's CONFIG_HZ, read from its saved .config; 0 when unknown.
-func (i Info) HZ() int {
-	data, err := os.ReadFile(i.Config)
+// HZ is a kernel's CONFIG_HZ, read from its saved .config (Info.Config);
+// 0 when unknown.
+func HZ(config string) int {
+	data, err := os.ReadFile(config)
 	if err != nil {
 		return 0
 	}

@@ -11,12 +11,9 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
-	"lab/internal/kbuild"
 	"lab/internal/results"
-	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/verdict"
-	"lab/internal/vm"
 )
 
 // fixture writes synthetic shard folders of one run: pairs boot pairs of a
@@ -34,9 +31,9 @@ func newFixture(t *testing.T, pairs, n int) fixture {
 	return fixture{t: t, root: t.TempDir(), pairs: pairs, n: n, start: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 }
 
-func (f fixture) matrix() spec.Matrix {
-	return spec.Matrix{Arch: []string{"x86_64"}, CPUs: []int{1}, Memory: "1G", Benchmarks: []string{"uprobe-nop"},
-		Producers: []int{1}, Boots: f.pairs, Measure: spec.MeasureAuto, Duration: spec.Duration{Duration: time.Second}}
+func (f fixture) matrix() results.Matrix {
+	return results.Matrix{Arch: []string{"x86_64"}, CPUs: []int{1}, Memory: "1G", Benchmarks: []string{"uprobe-nop"},
+		Producers: []int{1}, Boots: f.pairs, Measure: "auto", Duration: time.Second}
 }
 
 // indexes is what shard k boots: pair p (boots 2p+1, 2p+2) goes to shard
@@ -69,8 +66,8 @@ func (f fixture) run(k int, host string, speed float64) *results.Run {
 		Source: results.Source{ID: "linux-6.12"}, Series: results.Series{Name: "fake", Mode: "apply", Hash: "s1"},
 		Matrix: f.matrix(), Host: results.Host{Name: host, CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
 		Kernels: []results.Kernel{
-			{Arch: "x86_64", Variant: variant.Baseline, Info: kbuild.Info{Key: "kb"}},
-			{Arch: "x86_64", Variant: variant.Patched, Info: kbuild.Info{Key: "kp"}},
+			{Arch: "x86_64", Variant: variant.Baseline, Info: results.Build{Key: "kb"}},
+			{Arch: "x86_64", Variant: variant.Patched, Info: results.Build{Key: "kp"}},
 		},
 		Initramfs: []results.Initramfs{{Arch: "x86_64", Key: "i1"}},
 		Shard:     &results.Shard{K: k, N: f.n, Boots: len(idx)},
@@ -204,13 +201,13 @@ func TestMergeRefusesOtherRuns(t *testing.T) {
 		{"lab version", func(r *results.Run) { r.LabVersion = "def5678" }, "abc1234", "def5678"},
 		{"series sha256", func(r *results.Run) { r.Series.Hash = "s2" }, "s1", "s2"},
 		{"matrix cpus", func(r *results.Run) { r.Matrix.CPUs = []int{2} }, "[1]", "[2]"},
-		{"matrix duration", func(r *results.Run) { r.Matrix.Duration.Duration = 5 * time.Second }, "", ""},
+		{"matrix duration_ns", func(r *results.Run) { r.Matrix.Duration = 5 * time.Second }, "1000000000", "5000000000"},
 		{"kernel key x86_64/patched", func(r *results.Run) { r.Kernels[1].Info.Key = "kp2" }, "kp", "kp2"},
 		{"kernel key arm64/baseline", func(r *results.Run) {
-			r.Kernels = append(r.Kernels, results.Kernel{Arch: "arm64", Variant: variant.Baseline, Info: kbuild.Info{Key: "ka"}})
+			r.Kernels = append(r.Kernels, results.Kernel{Arch: "arm64", Variant: variant.Baseline, Info: results.Build{Key: "ka"}})
 		}, "none", "ka"},
 		{"initramfs key x86_64", func(r *results.Run) { r.Initramfs[0].Key = "i2" }, "i1", "i2"},
-		{"claims", func(r *results.Run) { r.Claims = []spec.Claim{{Benchmark: "uprobe-nop", Direction: "faster"}} }, "null", ""},
+		{"claims", func(r *results.Run) { r.Claims = []results.Claim{{Benchmark: "uprobe-nop", Direction: "faster"}} }, "null", ""},
 		{"shard count", func(r *results.Run) { r.Shard.N = 3 }, "2", "3"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
@@ -273,12 +270,12 @@ func TestMergeMissingAndPartialShards(t *testing.T) {
 		}, []int{1, 2, 3, 5, 6}, "shard 1/2 is partial: 1 of 2 boots"},
 		{"cancelled during its second boot", func(f fixture) []Shard {
 			r := f.run(1, "h", 1)
-			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: vm.FailInterrupt, Message: "interrupted"}, false
+			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: results.FailInterrupt, Message: "interrupted"}, false
 			return []Shard{f.write("b", r)}
 		}, []int{1, 2, 3, 5, 6}, "shard 1/2 is partial: 1 of 2 boots"},
 		{"QEMU killed with the task", func(f fixture) []Shard {
 			r := f.run(1, "h", 1)
-			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: vm.FailInfra, Message: "qemu-system-x86_64 exited: signal: terminated"}, false
+			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: results.FailInfra, Message: "qemu-system-x86_64 exited: signal: terminated"}, false
 			return []Shard{f.write("b", r)}
 		}, []int{1, 2, 3, 5, 6}, "shard 1/2 is partial: 1 of 2 boots"},
 		{"node died before a boot was saved", func(f fixture) []Shard {
@@ -288,7 +285,7 @@ func TestMergeMissingAndPartialShards(t *testing.T) {
 		}, []int{1, 2, 5, 6}, "shard 1/2 is partial: 0 of 2 boots"},
 		{"a boot failed", func(f fixture) []Shard {
 			r := f.run(1, "h", 1)
-			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: vm.FailPanic, Message: "Kernel panic"}, false
+			r.Boots[1].Failure, r.Complete = &results.Failure{Kind: results.FailPanic, Message: "Kernel panic"}, false
 			return []Shard{f.write("b", r)}
 		}, []int{1, 2, 3, 4, 5, 6}, "shard 1/2 did not end cleanly: all 2 boots recorded, 1 of them failed"},
 	} {

@@ -10,11 +10,9 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
-	"lab/internal/spec"
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/verdict"
-	"lab/internal/vm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -28,7 +26,7 @@ func fakeRun() *results.Run {
 		Complete: true, Source: results.Source{Desc: "Debian linux-source-6.12", Version: "6.12.117", Commit: "1cdbf2748d82933e55c97470b512d4ec3e726f4d"},
 		Series: results.Series{Name: "fake", Mode: "revert", Hash: strings.Repeat("ab", 32), Patches: []results.Patch{{Name: "0001-x.patch", Subject: "x: y", SHA256: strings.Repeat("cd", 32)}}},
 		Host:   results.Host{CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
-		Claims: []spec.Claim{
+		Claims: []results.Claim{
 			{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: "faster"},
 			{Benchmark: "uprobe-nop", Producers: []int{2}, Direction: "faster", Scaling: true},
 			{Benchmark: "uretprobe-nop", Producers: []int{1}, Direction: "faster", Min: "2%"},
@@ -45,8 +43,8 @@ func fakeRun() *results.Run {
 			v, k = variant.Patched, 1.10
 		}
 		j := float64(i / 2) // boot-to-boot spread, the same for both variants
-		b := results.Boot{Index: i + 1, Arch: "x86_64", CPUs: 2, Variant: v, Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall,
-			Shape: &shape, Outcome: &vm.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-smp", "2"}, QEMUVersion: "7.2.22", THPOff: true},
+		b := results.Boot{Index: i + 1, Arch: "x86_64", CPUs: 2, Variant: v, Accel: results.Accel{Name: results.TCG, Reason: "test"}, Clock: results.ClockWall,
+			Shape: &shape, Outcome: &results.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-smp", "2"}, QEMUVersion: "7.2.22", THPOff: true},
 			Results: []protocol.Result{
 				res("uprobe-nop", 1, (500e3+1e3*j)*k),
 				res("uprobe-nop", 2, (800e3+1e3*j)*k*k),
@@ -143,7 +141,7 @@ func TestCompareRuns(t *testing.T) {
 	b.RunID = "20260102-000000"
 	b.Source.Version, b.Source.ID = "6.12.999", "tarball-other"
 	for i := range b.Boots {
-		b.Boots[i].Accel.Name = vm.KVM
+		b.Boots[i].Accel.Name = results.KVM
 		for j := range b.Boots[i].Results {
 			s := &b.Boots[i].Results[j].Samples[0]
 			s.Hits *= 2
@@ -158,7 +156,7 @@ func TestCompareRuns(t *testing.T) {
 		t.Errorf("caveats %q: the two runs' point releases differ and the report must say so first", d.Caveats)
 	}
 	tb := d.Tables[0]
-	if tb.Shape.Accel.Baseline != vm.TCG || tb.Shape.Accel.Patched != vm.KVM {
+	if tb.Shape.Accel.Baseline != results.TCG || tb.Shape.Accel.Patched != results.KVM {
 		t.Errorf("accelerators %+v, want each side's own", tb.Shape.Accel)
 	}
 	if h := Header(d.Lab, tb); !strings.Contains(h, "accelerators TCG (baseline column) vs KVM (patched column)") {
@@ -195,7 +193,7 @@ func TestOneVariantReports(t *testing.T) {
 	if strings.Contains(md, "baseline M/s") || strings.Contains(md, "Δ [95% CI]") || !strings.Contains(md, "patched M/s") {
 		t.Errorf("one-variant table:\n%s", md)
 	}
-	if !strings.Contains(d.Tables[0].Shape.Accel.Baseline, vm.TCG) {
+	if !strings.Contains(d.Tables[0].Shape.Accel.Baseline, results.TCG) {
 		t.Errorf("a side without boots names no accelerator: %+v", d.Tables[0].Shape)
 	}
 }

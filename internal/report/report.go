@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"lab/internal/benchmark"
+	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
-	"lab/internal/vm"
 )
 
 // Header is the line above a table: what ran, and what its figures can show.
@@ -20,7 +20,7 @@ func Header(lab string, t verdict.Table) string {
 	case s.Accel.Baseline != s.Accel.Patched:
 		parts = append(parts, fmt.Sprintf("accelerators %s (baseline column) vs %s (patched column)",
 			strings.ToUpper(s.Accel.Baseline), strings.ToUpper(s.Accel.Patched)))
-	case s.Accel.Baseline == vm.KVM:
+	case s.Accel.Baseline == results.KVM:
 		parts = append(parts, "KVM")
 	case s.ICount():
 		parts = append(parts, "TCG icount (M/s per 10^9 guest instructions: path length, no cache or contention effects)")

@@ -11,7 +11,6 @@ import (
 	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
-	"lab/internal/vm"
 )
 
 // boot makes a boot whose benchmark ran at the given rates (hits/s), one
@@ -21,7 +20,7 @@ func boot(idx int, v variant.Variant, rates ...float64) results.Boot {
 	for _, r := range rates {
 		s = append(s, protocol.Sample{IntervalNS: 1e9, Hits: uint64(r), Rate: r})
 	}
-	return results.Boot{Index: idx, Arch: "x86_64", CPUs: 2, Variant: v, Accel: vm.Accel{Name: vm.TCG}, Clock: vm.ClockWall,
+	return results.Boot{Index: idx, Arch: "x86_64", CPUs: 2, Variant: v, Accel: results.Accel{Name: results.TCG}, Clock: results.ClockWall,
 		Results: []protocol.Result{{Benchmark: "uprobe-nop", Producers: 1, Samples: s}}}
 }
 
@@ -31,8 +30,8 @@ func TestTables(t *testing.T) {
 		boot(2, variant.Patched, 220e3),
 		boot(3, variant.Baseline, 400e3), // 400k
 		boot(4, variant.Patched, 180e3, 180e3),
-		{Index: 5, Arch: "x86_64", CPUs: 2, Variant: variant.Baseline, Accel: vm.Accel{Name: vm.TCG}, Clock: vm.ClockWall,
-			Failure: &results.Failure{Kind: vm.FailHang, Message: "deadline of 1m0s passed"}},
+		{Index: 5, Arch: "x86_64", CPUs: 2, Variant: variant.Baseline, Accel: results.Accel{Name: results.TCG}, Clock: results.ClockWall,
+			Failure: &results.Failure{Kind: results.FailHang, Message: "deadline of 1m0s passed"}},
 	}}
 	tabs := verdict.Tables(r)
 	if len(tabs) != 1 {
@@ -42,7 +41,7 @@ func TestTables(t *testing.T) {
 	if tb.Boots.Baseline != 2 || tb.Boots.Patched != 2 {
 		t.Errorf("boots = %v (the failed boot must not count)", tb.Boots)
 	}
-	if len(tb.Failed) != 1 || tb.Failed[0].Kind != vm.FailHang {
+	if len(tb.Failed) != 1 || tb.Failed[0].Kind != results.FailHang {
 		t.Errorf("failed boots %+v", tb.Failed)
 	}
 	base, pat := tb.Rows[0].Variants.Baseline, tb.Rows[0].Variants.Patched
@@ -90,7 +89,7 @@ func TestICountShowsMoreDigits(t *testing.T) {
 	b1, b2 := boot(1, variant.Baseline, 1094100), boot(2, variant.Patched, 1106200)
 	b3, b4 := boot(3, variant.Baseline, 1094120), boot(4, variant.Patched, 1106180)
 	for _, b := range []*results.Boot{&b1, &b2, &b3, &b4} {
-		b.CPUs, b.Clock = 1, vm.ClockICount
+		b.CPUs, b.Clock = 1, results.ClockICount
 	}
 	out := Text(Build(&results.Run{Lab: "t", Boots: []results.Boot{b1, b2, b3, b4}}, "x", "test"), false)
 	for _, want := range []string{"icount", "1.09411 ± 0.00001", "1.10619 ± 0.00001", "+1.104 %"} {
@@ -176,7 +175,7 @@ func TestToolResolution(t *testing.T) {
 			v, agent, bench = variant.Patched, 1.10055e6, 1.116e6
 		}
 		b := boot(i+1, v, agent)
-		b.CPUs, b.Clock = 1, vm.ClockICount
+		b.CPUs, b.Clock = 1, results.ClockICount
 		b.Results = append(b.Results,
 			protocol.Result{Benchmark: "uprobe-nop", Producers: 1, Tool: benchmark.BPFBench, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: uint64(bench), Rate: bench}}})
 		boots = append(boots, b)

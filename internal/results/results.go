@@ -1,5 +1,8 @@
 // Package results is the record of one lab run (results.json): every sample
-// of every boot, and everything needed to rerun it.
+// of every boot, and everything needed to rerun it. Its types are its own,
+// not the working types of the packages that fill them (spec, kbuild, vm):
+// those convert where they produce a record, so results.json changes only
+// with Schema, and what reads it links no QEMU or build code.
 package results
 
 import (
@@ -14,17 +17,14 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
-	"lab/internal/kbuild"
-	"lab/internal/spec"
 	"lab/internal/stats"
 	"lab/internal/topology"
 	"lab/internal/variant"
-	"lab/internal/vm"
 )
 
-// Schema is the version of results.json this lab writes. Version 0 is the
-// format before versions were recorded; lab reads it too.
-const Schema = 2
+// Schema is the version of results.json this lab writes. Load reads every
+// older version too (see upgrade).
+const Schema = 3
 
 // Run is results.json.
 type Run struct {
@@ -40,13 +40,13 @@ type Run struct {
 	Complete   bool          `json:"complete"` // false while running or after an interruption
 	Source     Source        `json:"source"`
 	Series     Series        `json:"series"`
-	Matrix     spec.Matrix   `json:"matrix"`
+	Matrix     Matrix        `json:"matrix"`
 	Host       Host          `json:"host"`
 	Kernels    []Kernel      `json:"kernels"`
 	Initramfs  []Initramfs   `json:"initramfs"`
 	Boots      []Boot        `json:"boots"`
 	Notes      []string      `json:"notes,omitempty"`
-	Claims     []spec.Claim  `json:"claims,omitempty"`
+	Claims     []Claim       `json:"claims,omitempty"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
@@ -129,8 +129,37 @@ func (h Host) ID() string {
 type Kernel struct {
 	Arch    string          `json:"arch"`
 	Variant variant.Variant `json:"variant"`
-	Info    kbuild.Info     `json:"build"`
+	Info    Build           `json:"build"`
 	Cached  bool            `json:"cached"` // this run compiled nothing for it
+}
+
+// Build is how a kernel was built, as package kbuild reports it.
+type Build struct {
+	Key          string      `json:"key"` // the build cache's key: a hash of Inputs
+	Inputs       BuildInputs `json:"inputs"`
+	Image        string      `json:"image"`  // path in the build cache
+	Config       string      `json:"config"` // path of its .config
+	ConfigSHA256 string      `json:"config_sha256"`
+	Release      string      `json:"release"`
+	// ImageSHA256 identifies the image: builds are reproducible, so a
+	// change that touches no code gives the same image as its parent.
+	ImageSHA256 string `json:"image_sha256"`
+	// BTF is the path of the kernel's BTF, when it has one.
+	BTF      string        `json:"btf,omitempty"`
+	Compiled int           `json:"compiled"` // compile steps (CC/AS) this build ran
+	Duration time.Duration `json:"duration_ns"`
+	BuiltAt  time.Time     `json:"built_at"`
+}
+
+// BuildInputs is everything a kernel image depends on, and where its tree
+// came from.
+type BuildInputs struct {
+	Tree      string   `json:"tree"` // git tree hash of the source as built
+	Arch      string   `json:"arch"`
+	Fragments []string `json:"fragments"` // config fragment paths, in merge order
+	Compiler  string   `json:"compiler"`  // first line of $CC --version
+	SourceID  string   `json:"source_id,omitempty"`
+	Commit    string   `json:"commit,omitempty"` // the commit built
 }
 
 // Initramfs is one guest image.
@@ -170,9 +199,9 @@ type Boot struct {
 	Arch    string            `json:"arch"`
 	CPUs    int               `json:"cpus"`
 	Variant variant.Variant   `json:"variant"`
-	Accel   vm.Accel          `json:"accel"`
-	Clock   string            `json:"clock"`
-	Outcome *vm.Outcome       `json:"qemu,omitempty"`
+	Accel   Accel             `json:"accel"`
+	Clock   string            `json:"clock"` // ClockWall or ClockICount
+	Outcome *Outcome          `json:"qemu,omitempty"`
 	Hello   *protocol.Hello   `json:"guest,omitempty"`
 	Results []protocol.Result `json:"results"`
 	// Failure says why the boot did not deliver, nil when it did.
@@ -187,25 +216,6 @@ type Boot struct {
 	// emulated NUMA, TCG), shown in table headers.
 	Caveats []string `json:"caveats,omitempty"`
 	Pinning string   `json:"pinning,omitempty"` // whether and how vCPU threads were pinned
-}
-
-// Failure is a boot that did not deliver: its kind (vm.FailPanic,
-// vm.FailHang, ..., vm.FailInfra) and what happened.
-type Failure struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-}
-
-// KernelFault reports whether the kernel under test caused the failure, as
-// opposed to the host, QEMU or the user.
-func (f *Failure) KernelFault() bool { return f != nil && vm.KernelFault(f.Kind) }
-
-// OK reports whether the boot delivered its results.
-func (b Boot) OK() bool { return b.Failure == nil }
-
-// Fail records err as the boot's failure.
-func (b *Boot) Fail(err error) {
-	b.Failure = &Failure{Kind: vm.Kind(err), Message: err.Error()}
 }
 
 // Ratio is a within-boot scaling ratio: rate(P producers)/rate(1 producer)
@@ -320,31 +330,6 @@ func decode(path string, data []byte) (*Run, error) {
 		return nil, fmt.Errorf("%s: not a lab results file: it has no \"lab\" field (another tool's JSON?)", path)
 	}
 	return &r, nil
-}
-
-// upgrade brings an unversioned file to the current schema and refuses a
-// schema this lab does not know.
-func upgrade(path string, data []byte, r *Run) error {
-	switch r.Schema {
-	case Schema:
-	case 0:
-		// Before versions: a failed boot had only its message.
-		var legacy struct {
-			Boots []struct {
-				Error string `json:"error"`
-			} `json:"boots"`
-		}
-		if err := json.Unmarshal(data, &legacy); err == nil {
-			for i, b := range legacy.Boots {
-				if b.Error != "" && i < len(r.Boots) && r.Boots[i].Failure == nil {
-					r.Boots[i].Failure = &Failure{Kind: "unknown", Message: b.Error}
-				}
-			}
-		}
-	default:
-		return fmt.Errorf("%s: results schema %d; this lab reads %d (and unversioned files): use a newer lab", path, r.Schema, Schema)
-	}
-	return nil
 }
 
 // Figure is the one number a bisect follows: a benchmark's rate at some

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"lab/initramfs/protocol"
-	"lab/internal/vm"
 )
 
 func res(bench string, p int, hits ...uint64) protocol.Result {
@@ -53,18 +52,18 @@ func TestScalingRatios(t *testing.T) {
 func TestLoadSchemas(t *testing.T) {
 	dir := t.TempDir()
 	r := &Run{Lab: "t", Boots: []Boot{{Index: 1, Variant: "baseline"}, {Index: 2, Variant: "patched"}}}
-	r.Boots[1].Fail(&vm.BootError{Kind: vm.FailHang, Reason: "deadline passed"})
+	r.Boots[1].Fail(kindError{FailHang})
 	if err := r.Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Load(filepath.Join(dir, "results.json"))
-	if err != nil || got.Schema != Schema || got.Boots[1].Failure.Kind != vm.FailHang || !got.Boots[0].OK() {
+	if err != nil || got.Schema != Schema || got.Boots[1].Failure.Kind != FailHang || !got.Boots[0].OK() {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
 	legacy := filepath.Join(dir, "legacy.json")
 	os.WriteFile(legacy, []byte(`{"lab":"t","boots":[{"index":1,"variant":"baseline","error":"kernel panic; console..."},{"index":2,"variant":"patched"}]}`), 0o644)
 	got, err = Load(legacy)
-	if err != nil || got.Boots[0].OK() || got.Boots[0].Failure.Kind != "unknown" || !got.Boots[1].OK() {
+	if err != nil || got.Boots[0].OK() || got.Boots[0].Failure.Kind != FailUnknown || !got.Boots[1].OK() {
 		t.Fatalf("legacy: %+v, %v", got, err)
 	}
 	newer := filepath.Join(dir, "newer.json")

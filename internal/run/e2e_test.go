@@ -143,7 +143,7 @@ func TestNUMAShapes(t *testing.T) {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
 			b := res.Boots[0]
-			t.Logf("QEMU's view: %s", topology.QMPText(b.Outcome.QMPCPUs(), b.Outcome.Memdevs))
+			t.Logf("QEMU's view: vCPUs %+v, memdevs %+v", b.Outcome.VCPUs, b.Outcome.Memdevs)
 			t.Logf("guest's view: %s", topology.GuestText(b.Hello))
 			if b.Shape == nil || len(b.Shape.Nodes) != tc.numa {
 				t.Fatalf("shape %+v", b.Shape)
@@ -293,7 +293,7 @@ func bootConfig(t *testing.T, kernel, initrd string, job protocol.Job) vm.Config
 		t.Fatal(err)
 	}
 	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, Shape: shape,
-		Accel: vm.Accel{Name: vm.TCG, Reason: "test"}, Clock: vm.ClockWall, Job: job,
+		Accel: vm.Accel{Name: results.TCG, Reason: "test"}, Clock: results.ClockWall, Job: job,
 		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
 }
 
@@ -322,7 +322,7 @@ func TestBootPanicIsReported(t *testing.T) {
 			}
 			_, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
 			var be *vm.BootError
-			if !errors.As(err, &be) || be.Kind != vm.FailPanic || !strings.Contains(err.Error(), "Kernel panic") {
+			if !errors.As(err, &be) || be.Kind != results.FailPanic || !strings.Contains(err.Error(), "Kernel panic") {
 				t.Fatalf("err = %v", err)
 			}
 			noQEMU(t, cfg)
@@ -355,7 +355,7 @@ func TestBootDeadline(t *testing.T) {
 	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
 	start := time.Now()
 	_, err := vm.Boot(context.Background(), cfg, 15*time.Second, nil)
-	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") || vm.Kind(err) != vm.FailHang {
+	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") || results.FailureKind(err) != results.FailHang {
 		t.Fatalf("err = %v", err)
 	}
 	if time.Since(start) > 30*time.Second {
@@ -382,7 +382,7 @@ func TestBootInterrupt(t *testing.T) {
 	}()
 	out, err := vm.Boot(ctx, cfg, 5*time.Minute, nil)
 	cancel()
-	if !errors.Is(err, context.Canceled) || vm.Kind(err) != vm.FailInterrupt {
+	if !errors.Is(err, context.Canceled) || results.FailureKind(err) != results.FailInterrupt {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if out == nil || len(out.Records) == 0 || out.Records[0].Type != protocol.TypeHello {
@@ -505,7 +505,7 @@ func TestICountSeesThePathLength(t *testing.T) {
 	t.Log(out)
 	var rate variant.Pair[float64]
 	for _, b := range res.Boots {
-		if b.Clock != vm.ClockICount || !b.OK() || len(b.Results) != 3 || b.Results[0].Benchmark != "uprobe-nop" {
+		if b.Clock != results.ClockICount || !b.OK() || len(b.Results) != 3 || b.Results[0].Benchmark != "uprobe-nop" {
 			t.Fatalf("boot %d: clock %s, failure %+v, results %+v", b.Index, b.Clock, b.Failure, b.Results)
 		}
 		if !strings.Contains(strings.Join(b.Outcome.Args, " "), "-icount shift=0,sleep=off") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/internal/results"
 	"lab/internal/vm"
 )
 
@@ -15,7 +16,7 @@ import (
 // infrastructure's fault, worth a retry) when none was the kernel's.
 func TestFailedBootsSayWhoseFault(t *testing.T) {
 	panicked := func() (*vm.Outcome, error) {
-		return &vm.Outcome{}, &vm.BootError{Kind: vm.FailPanic, Reason: "kernel panic"}
+		return &vm.Outcome{}, &vm.BootError{Kind: results.FailPanic, Reason: "kernel panic"}
 	}
 	noQEMU := func() (*vm.Outcome, error) {
 		return nil, &vm.InfraError{Reason: "start qemu-system-x86_64", Err: os.ErrNotExist}

@@ -150,7 +150,7 @@ func TestFaultGuestPanic(t *testing.T) {
 		if res == nil {
 			t.Fatalf("run %d: %v\n%s", i, err, out)
 		}
-		checkFault(t, res, dir, err, vm.FailPanic)
+		checkFault(t, res, dir, err, results.FailPanic)
 	}
 }
 
@@ -165,7 +165,7 @@ func TestFaultGuestHang(t *testing.T) {
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	checkFault(t, res, dir, err, vm.FailHang)
+	checkFault(t, res, dir, err, results.FailHang)
 	t.Logf("hang detected and the run over in %v", time.Since(start).Round(time.Second))
 }
 
@@ -178,14 +178,14 @@ func TestFaultQEMUKilled(t *testing.T) {
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	results := t.TempDir()
+	resultsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		// Kill the patched boot's QEMU once its agent has said hello.
 		for ctx.Err() == nil {
 			time.Sleep(200 * time.Millisecond)
-			files, _ := filepath.Glob(filepath.Join(results, "*", "*", "boots", "02-*", "results.jsonl"))
+			files, _ := filepath.Glob(filepath.Join(resultsDir, "*", "*", "boots", "02-*", "results.jsonl"))
 			if len(files) == 0 {
 				continue
 			}
@@ -198,11 +198,11 @@ func TestFaultQEMUKilled(t *testing.T) {
 			}
 		}
 	}()
-	res, dir, err, out := runQuiet(t, ctx, Options{Lab: lab, ResultsDir: results, Parallel: 1})
+	res, dir, err, out := runQuiet(t, ctx, Options{Lab: lab, ResultsDir: resultsDir, Parallel: 1})
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	checkFault(t, res, dir, err, vm.FailInfra)
+	checkFault(t, res, dir, err, results.FailInfra)
 }
 
 // qemuOf is the pid of the QEMU whose command line names dir, 0 if none.
@@ -227,8 +227,8 @@ func TestFaultQEMUCannotStart(t *testing.T) {
 	cfg := bootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
 	_, err := vm.Boot(context.Background(), cfg, time.Minute, nil)
 	var ie *vm.InfraError
-	if !errors.As(err, &ie) || vm.Kind(err) != vm.FailInfra || vm.KernelFault(vm.Kind(err)) {
-		t.Fatalf("err = %v (kind %s), want an infrastructure failure", err, vm.Kind(err))
+	if !errors.As(err, &ie) || results.FailureKind(err) != results.FailInfra || results.KernelFault(results.FailureKind(err)) {
+		t.Fatalf("err = %v (kind %s), want an infrastructure failure", err, results.FailureKind(err))
 	}
 	t.Log(err)
 	noQEMU(t, cfg)

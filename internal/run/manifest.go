@@ -129,7 +129,7 @@ func loadManifests(cache string, lab *spec.Lab) (*Artifacts, error) {
 			if info == nil {
 				return nil, fmt.Errorf("--no-build: the %s/%s kernel (key %s) is gone from the cache or damaged: %w", k.Arch, k.Variant, k.Info.Key, ErrNotBuilt)
 			}
-			k.Info, k.Cached = *info, true
+			k.Info, k.Cached = recordBuild(*info), true
 			art.Kernels = append(art.Kernels, k)
 		}
 		// The cache may be mounted elsewhere than where it was built.

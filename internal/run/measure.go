@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
+	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/runfolder"
 	"lab/internal/shard"
@@ -142,12 +143,12 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	hostTopo := p.HostTopology
 	rel := runfolder.Boot(idx, p.Arch.Name, p.Tag(), pathSafe(name))
 	b := results.Boot{
-		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: p.Accel, Clock: p.Clock,
+		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: recordAccel(p.Accel), Clock: p.Clock,
 		Console: filepath.Join(rel, "console.log"), Job: p.Job,
 		Shape: &shape, HostTopology: &hostTopo, Caveats: p.Caveats, Pinning: p.PinNote,
 	}
 	cfg := vm.Config{
-		LPJ: p.LPJ(kernel.Info.HZ()), TSCkHz: p.TSCkHz, Oversubscribed: p.Oversubscribed, SingleThread: p.SingleThread,
+		LPJ: p.LPJ(kbuild.HZ(kernel.Info.Config)), TSCkHz: p.TSCkHz, Oversubscribed: p.Oversubscribed, SingleThread: p.SingleThread,
 		Arch: p.Arch, Kernel: kernel.Info.Image, Initrd: initrd, Shape: shape,
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,
@@ -160,7 +161,7 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	}
 	bt.Logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
 	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })
-	b.Outcome = out
+	b.Outcome = recordOutcome(out)
 	if out != nil {
 		for i, rec := range out.Records {
 			switch rec.Type {
@@ -176,8 +177,8 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	if err != nil {
 		return b, err
 	}
-	if err := checkGuest(b, shape); err != nil {
-		return b, &vm.BootError{Kind: vm.FailShape, Reason: err.Error()}
+	if err := checkGuest(b.Hello, out, shape); err != nil {
+		return b, &vm.BootError{Kind: results.FailShape, Reason: err.Error()}
 	}
 	if err := expectConsole(filepath.Join(bt.Dir, b.Console), bt.ConsoleExpect); err != nil {
 		return b, err
@@ -197,16 +198,16 @@ func pathSafe(s string) string {
 
 // checkGuest compares the machine QEMU built (QMP) and the one the guest
 // kernel found (the agent's hello) with the shape asked for.
-func checkGuest(b results.Boot, shape topology.Shape) error {
-	if b.Hello == nil {
+func checkGuest(hello *protocol.Hello, out *vm.Outcome, shape topology.Shape) error {
+	if hello == nil {
 		return fmt.Errorf("the agent never said hello")
 	}
 	var cpus []topology.QMPCPU
 	var memdevs []topology.Memdev
-	if b.Outcome != nil {
-		cpus, memdevs = b.Outcome.QMPCPUs(), b.Outcome.Memdevs
+	if out != nil {
+		cpus, memdevs = out.QMPCPUs(), out.Memdevs
 	}
-	return topology.Verify(shape, cpus, memdevs, b.Hello)
+	return topology.Verify(shape, cpus, memdevs, hello)
 }
 
 // expectConsole fails a boot whose console lacks a line the lab expects
@@ -225,7 +226,7 @@ func expectConsole(log string, expect []string) error {
 			return err
 		}
 		if !re.Match(data) {
-			return &vm.BootError{Kind: vm.FailExpect, Reason: fmt.Sprintf("the console never showed %q (console_expect): see %s", e, log)}
+			return &vm.BootError{Kind: results.FailExpect, Reason: fmt.Sprintf("the console never showed %q (console_expect): see %s", e, log)}
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/results"
 	"lab/internal/spec"
 	"lab/internal/topology"
 	"lab/internal/vm"
@@ -38,7 +39,7 @@ type ShapePlan struct {
 	Arch           arch.Arch
 	Shape          topology.Shape
 	Accel          vm.Accel
-	Clock          string // vm.ClockWall or vm.ClockICount
+	Clock          string // results.ClockWall or results.ClockICount
 	Pin            []int  // host CPU of each vCPU thread; nil: not pinned
 	PinNote        string // whether and why (not) pinned
 	Caveats        []string
@@ -71,7 +72,7 @@ func (p ShapePlan) Tag() string {
 // guests under the wall clock on arches whose delay loop counts the TSC
 // (see vm.Config.Cmdline).
 func (p ShapePlan) LPJ(hz int) int64 {
-	if !p.Arch.TSCDelayLoop || p.Accel.Name != vm.TCG || p.Clock != vm.ClockWall || p.Shape.CPUs < 2 || p.TSCkHz == 0 || hz <= 0 {
+	if !p.Arch.TSCDelayLoop || p.Accel.Name != results.TCG || p.Clock != results.ClockWall || p.Shape.CPUs < 2 || p.TSCkHz == 0 || hz <= 0 {
 		return 0
 	}
 	return p.TSCkHz * 1000 / int64(hz)
@@ -99,18 +100,18 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 		}
 		for _, shape := range shapes {
 			clock := chooseClock(m.Measure, accel, shape.CPUs)
-			if clock == vm.ClockICount && accel.Name != vm.TCG {
+			if clock == results.ClockICount && accel.Name != results.TCG {
 				return nil, fmt.Errorf("%s, %s: measure icount needs TCG, and this run uses %s (%s)", a.Name, shape, strings.ToUpper(accel.Name), accel.Reason)
 			}
 			p := ShapePlan{Arch: a, Shape: shape, Accel: accel, Clock: clock, HostTopology: h.Topology,
 				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz, Firmware: h.VM.FirmwarePath(a, vm.Config{Arch: a, Shape: shape, Accel: accel, Clock: clock, TSCkHz: h.TSCkHz}.Machine())}
-			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == vm.KVM)
+			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == results.KVM)
 			p.Pin, p.PinNote = topology.PinPlan(shape, h.Topology, m.Pin)
-			if accel.Name == vm.TCG && clock == vm.ClockICount {
+			if accel.Name == results.TCG && clock == results.ClockICount {
 				// One TCG thread runs every vCPU: nothing per vCPU to pin.
 				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG (icount)"
 			}
-			if accel.Name == vm.TCG && clock == vm.ClockWall && p.Oversubscribed && a.OversubscribedSingleThread {
+			if accel.Name == results.TCG && clock == results.ClockWall && p.Oversubscribed && a.OversubscribedSingleThread {
 				p.SingleThread = true
 				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG"
 				p.Caveats = append(p.Caveats, fmt.Sprintf("single-threaded TCG: the %d vCPUs take turns on one host thread (it boots faster than a thread per vCPU on %d host CPUs); no two vCPUs run at once", shape.CPUs, h.CPUs))
@@ -142,9 +143,9 @@ func Parallelize(plans []ShapePlan, asked, hostCPUs int) {
 	for i := range plans {
 		p := &plans[i]
 		switch {
-		case p.Clock == vm.ClockICount && asked == 0:
+		case p.Clock == results.ClockICount && asked == 0:
 			p.Parallel = max(hostCPUs, 1)
-		case p.Clock == vm.ClockICount:
+		case p.Clock == results.ClockICount:
 			p.Parallel = asked
 		case asked > 1:
 			p.Parallel = asked
@@ -160,14 +161,14 @@ func Parallelize(plans []ShapePlan, asked, hostCPUs int) {
 func chooseClock(measure string, accel vm.Accel, cpus int) string {
 	switch measure {
 	case spec.MeasureWall:
-		return vm.ClockWall
+		return results.ClockWall
 	case spec.MeasureICount:
-		return vm.ClockICount
+		return results.ClockICount
 	}
-	if accel.Name == vm.TCG && cpus == 1 {
-		return vm.ClockICount
+	if accel.Name == results.TCG && cpus == 1 {
+		return results.ClockICount
 	}
-	return vm.ClockWall
+	return results.ClockWall
 }
 
 // Deadline is how long a guest may take to boot (QEMU start to the agent's
@@ -178,15 +179,15 @@ func chooseClock(measure string, accel vm.Accel, cpus int) string {
 // take many host seconds when vCPUs outnumber host CPUs.
 func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.Job, hostCPUs int) (boot, quiet time.Duration) {
 	boot = 60 * time.Second
-	if accel.Name == vm.TCG {
+	if accel.Name == results.TCG {
 		boot += time.Duration(cpus) * a.TCGBootPerCPU
 	}
 	record := time.Duration(2*(job.DurationS+job.WarmupS)+8) * time.Second
 	stretch := 3
 	switch {
-	case clock == vm.ClockICount:
+	case clock == results.ClockICount:
 		stretch = 10
-	case accel.Name == vm.TCG && cpus > hostCPUs:
+	case accel.Name == results.TCG && cpus > hostCPUs:
 		stretch = max(4, cpus/max(hostCPUs, 1))
 	}
 	return boot, time.Duration(stretch) * record

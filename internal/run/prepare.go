@@ -352,7 +352,7 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	} else {
 		k.Logf("kernel %s: %d compiled in %.1fs (key %s)", label, info.Compiled, time.Since(start).Seconds(), info.Key)
 	}
-	return results.Kernel{Arch: a.Name, Info: *info, Cached: info.Cached}, nil
+	return results.Kernel{Arch: a.Name, Info: recordBuild(*info), Cached: info.Cached}, nil
 }
 
 // checkTools fails early, naming the Debian package, when a tool is missing.

@@ -152,8 +152,8 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	r.dir = folder.Dir
 	r.run = &results.Run{
 		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: lab.Matrix, Host: hostInfo(host),
-		Claims: lab.Claims,
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: RecordMatrix(lab.Matrix), Host: hostInfo(host),
+		Claims: RecordClaims(lab.Claims),
 	}
 	if data, err := os.ReadFile(lab.Path); err == nil {
 		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
@@ -202,7 +202,7 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 	if failed > 0 {
 		e := &FailedBootsError{Failed: failed, Results: r.folder().Results()}
 		for _, b := range r.run.Boots {
-			if b.Failure != nil && vm.KernelFault(b.Failure.Kind) {
+			if b.Failure.KernelFault() {
 				e.Kernel++
 			}
 		}
@@ -214,8 +214,8 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 // FailedBootsError is a run that went to its end with boots that failed.
 // A boot the kernel failed (a panic, a hang, a wrong shape) says something
 // about the kernel and fails again; one that failed outside it (QEMU, the
-// host, the disk: vm.FailInfra) says nothing about it and may pass when run
-// again. lab run's exit code tells the two apart.
+// host, the disk: results.FailInfra) says nothing about it and may pass
+// when run again. lab run's exit code tells the two apart.
 type FailedBootsError struct {
 	Failed  int    // boots that failed
 	Kernel  int    // of those, the kernel's fault

@@ -15,7 +15,6 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
-	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/shard"
 	"lab/internal/spec"
@@ -39,7 +38,7 @@ func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	for _, a := range r.lab.Matrix.Arch {
 		for _, v := range variant.Both {
 			art.Kernels = append(art.Kernels, results.Kernel{Arch: a, Variant: v,
-				Info: kbuild.Info{Image: fmt.Sprintf("/fake/%s-%s", a, v)}})
+				Info: results.Build{Image: fmt.Sprintf("/fake/%s-%s", a, v)}})
 		}
 		art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a, Path: "/fake/initrd-" + a})
 	}
@@ -157,10 +156,10 @@ func TestRunInterleavesAndSavesEveryBoot(t *testing.T) {
 	if !strings.HasPrefix(dir, runDir) || !strings.HasSuffix(dir, "08-x86_64-2cpu-patched") {
 		t.Errorf("last boot directory %s (run %s)", dir, runDir)
 	}
-	if env.booted[0].Clock != vm.ClockICount || env.booted[2].Kernel != "/fake/x86_64-baseline" || env.booted[3].Kernel != "/fake/x86_64-patched" {
+	if env.booted[0].Clock != results.ClockICount || env.booted[2].Kernel != "/fake/x86_64-baseline" || env.booted[3].Kernel != "/fake/x86_64-patched" {
 		t.Errorf("boot configs: %+v", env.booted[:4])
 	}
-	if env.booted[4].Clock != vm.ClockWall {
+	if env.booted[4].Clock != results.ClockWall {
 		t.Errorf("2 vCPUs under TCG: clock %s", env.booted[4].Clock)
 	}
 	// The table and the reports are publish's (cmd/lab), rendered once.
@@ -188,7 +187,7 @@ func TestRunCountsFailuresByKind(t *testing.T) {
 	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) {
 		switch n {
 		case 2:
-			return &vm.Outcome{}, &vm.BootError{Kind: vm.FailPanic, Reason: "kernel panic"}
+			return &vm.Outcome{}, &vm.BootError{Kind: results.FailPanic, Reason: "kernel panic"}
 		case 3:
 			return nil, &vm.InfraError{Reason: "start qemu-system-x86_64", Err: os.ErrNotExist}
 		case 5:
@@ -210,7 +209,7 @@ func TestRunCountsFailuresByKind(t *testing.T) {
 	if len(saved.Boots) != 6 || saved.Complete {
 		t.Fatalf("%d boots saved, complete %v", len(saved.Boots), saved.Complete)
 	}
-	kinds := map[int]string{2: vm.FailPanic, 3: vm.FailInfra, 5: vm.FailShape}
+	kinds := map[int]string{2: results.FailPanic, 3: results.FailInfra, 5: results.FailShape}
 	for _, b := range res.Boots {
 		want := kinds[b.Index]
 		got := ""
@@ -251,7 +250,7 @@ func TestRunInterrupt(t *testing.T) {
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
-	if len(saved.Boots) != 3 || saved.Complete || !saved.Boots[0].OK() || saved.Boots[2].Failure == nil || saved.Boots[2].Failure.Kind != vm.FailInterrupt {
+	if len(saved.Boots) != 3 || saved.Complete || !saved.Boots[0].OK() || saved.Boots[2].Failure == nil || saved.Boots[2].Failure.Kind != results.FailInterrupt {
 		t.Fatalf("saved: complete %v, boots %+v", saved.Complete, saved.Boots)
 	}
 	if saved.Boots[2].Hello == nil {
@@ -304,15 +303,15 @@ func TestRunParallelICount(t *testing.T) {
 
 // A run the host cannot carry out fails before it has a folder.
 func TestRunRejectedLeavesNoFolder(t *testing.T) {
-	results := t.TempDir()
+	resultsDir := t.TempDir()
 	var out bytes.Buffer
-	opt := Options{Lab: fakeLab(1, 1), ResultsDir: results, Out: &out}
+	opt := Options{Lab: fakeLab(1, 1), ResultsDir: resultsDir, Out: &out}
 	host := tcgHost()
-	host.VM.ForcedAccel = vm.KVM
+	host.VM.ForcedAccel = results.KVM
 	if _, _, err := runImpl(context.Background(), opt, host, &fakeEnv{}); err == nil || !strings.Contains(err.Error(), "--accel kvm") {
 		t.Fatalf("err = %v", err)
 	}
-	if ents, _ := os.ReadDir(results); len(ents) != 0 {
+	if ents, _ := os.ReadDir(resultsDir); len(ents) != 0 {
 		t.Errorf("a rejected run left %d entries in the results folder", len(ents))
 	}
 }
@@ -328,9 +327,9 @@ func TestPlan(t *testing.T) {
 		pinned  bool
 		wantErr string
 	}{
-		{"tcg 1 vCPU: icount", tcgHost(), 1, spec.MeasureAuto, vm.ClockICount, vm.TCG, false, ""},
-		{"tcg 2 vCPUs: wall", tcgHost(), 2, spec.MeasureAuto, vm.ClockWall, vm.TCG, false, ""},
-		{"kvm 1 vCPU: wall, pinned", kvmHost(), 1, spec.MeasureAuto, vm.ClockWall, vm.KVM, true, ""},
+		{"tcg 1 vCPU: icount", tcgHost(), 1, spec.MeasureAuto, results.ClockICount, results.TCG, false, ""},
+		{"tcg 2 vCPUs: wall", tcgHost(), 2, spec.MeasureAuto, results.ClockWall, results.TCG, false, ""},
+		{"kvm 1 vCPU: wall, pinned", kvmHost(), 1, spec.MeasureAuto, results.ClockWall, results.KVM, true, ""},
 		{"kvm cannot icount", kvmHost(), 1, spec.MeasureICount, "", "", false, "icount needs TCG"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -369,10 +368,10 @@ func TestPlanLPJ(t *testing.T) {
 		accel string
 		want  int64
 	}{
-		{x86, 2, vm.ClockWall, vm.TCG, 2_000_000_000 / 1000},
-		{x86, 1, vm.ClockICount, vm.TCG, 0},
-		{x86, 2, vm.ClockWall, vm.KVM, 0},
-		{arm, 2, vm.ClockWall, vm.TCG, 0},
+		{x86, 2, results.ClockWall, results.TCG, 2_000_000_000 / 1000},
+		{x86, 1, results.ClockICount, results.TCG, 0},
+		{x86, 2, results.ClockWall, results.KVM, 0},
+		{arm, 2, results.ClockWall, results.TCG, 0},
 	} {
 		p := ShapePlan{Arch: tc.a, Shape: topology.Shape{CPUs: tc.cpus}, Clock: tc.clock, Accel: vm.Accel{Name: tc.accel}, TSCkHz: 2_000_000}
 		if got := p.LPJ(1000); got != tc.want {
@@ -393,32 +392,31 @@ func TestCheckGuest(t *testing.T) {
 	for i := range out.VCPUs {
 		out.VCPUs[i].Index, out.VCPUs[i].Props.Core = i, i
 	}
-	ok := results.Boot{Outcome: out, Hello: &protocol.Hello{Online: "0-3",
-		Nodes: []protocol.Node{{ID: 0, CPUs: "0-3", MemTotalKiB: 950 << 10}}}}
-	if err := checkGuest(ok, shape(4)); err != nil {
+	hello := &protocol.Hello{Online: "0-3", Nodes: []protocol.Node{{ID: 0, CPUs: "0-3", MemTotalKiB: 950 << 10}}}
+	if err := checkGuest(hello, out, shape(4)); err != nil {
 		t.Error(err)
 	}
-	if err := checkGuest(ok, shape(8)); err == nil {
+	if err := checkGuest(hello, out, shape(8)); err == nil {
 		t.Error("4 online CPUs for 8 asked: want an error")
 	}
-	if err := checkGuest(results.Boot{}, shape(1)); err == nil {
+	if err := checkGuest(nil, nil, shape(1)); err == nil {
 		t.Error("no hello: want an error")
 	}
 }
 
 func TestChooseClock(t *testing.T) {
-	tcg, kvm := vm.Accel{Name: vm.TCG}, vm.Accel{Name: vm.KVM}
+	tcg, kvm := vm.Accel{Name: results.TCG}, vm.Accel{Name: results.KVM}
 	for _, tc := range []struct {
 		measure string
 		accel   vm.Accel
 		cpus    int
 		want    string
 	}{
-		{spec.MeasureAuto, tcg, 1, vm.ClockICount},
-		{spec.MeasureAuto, tcg, 2, vm.ClockWall},
-		{spec.MeasureAuto, kvm, 1, vm.ClockWall},
-		{spec.MeasureWall, tcg, 1, vm.ClockWall},
-		{spec.MeasureICount, tcg, 1, vm.ClockICount},
+		{spec.MeasureAuto, tcg, 1, results.ClockICount},
+		{spec.MeasureAuto, tcg, 2, results.ClockWall},
+		{spec.MeasureAuto, kvm, 1, results.ClockWall},
+		{spec.MeasureWall, tcg, 1, results.ClockWall},
+		{spec.MeasureICount, tcg, 1, results.ClockICount},
 	} {
 		if got := chooseClock(tc.measure, tc.accel, tc.cpus); got != tc.want {
 			t.Errorf("chooseClock(%s, %s, %d) = %s, want %s", tc.measure, tc.accel.Name, tc.cpus, got, tc.want)
@@ -431,18 +429,18 @@ func TestChooseClock(t *testing.T) {
 func TestDeadline(t *testing.T) {
 	x86, _ := arch.Lookup("x86_64")
 	arm, _ := arch.Lookup("arm64")
-	tcg := vm.Accel{Name: vm.TCG}
+	tcg := vm.Accel{Name: results.TCG}
 	job := protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}
-	boot, quiet := Deadline(x86, 2, tcg, vm.ClockWall, job, 2)
+	boot, quiet := Deadline(x86, 2, tcg, results.ClockWall, job, 2)
 	if boot < 60*time.Second || boot > 5*time.Minute || quiet < 12*time.Second {
 		t.Errorf("2 vCPUs: boot %v, quiet %v", boot, quiet)
 	}
 	// Measured here: x86_64 96 vCPUs 335 s to the agent, arm64 70 s.
-	if big, _ := Deadline(x86, 96, tcg, vm.ClockWall, job, 2); big < 335*time.Second {
+	if big, _ := Deadline(x86, 96, tcg, results.ClockWall, job, 2); big < 335*time.Second {
 		t.Errorf("x86 96 vCPUs took 335 s to boot when measured; deadline %v", big)
 	}
-	armBoot, armQuiet := Deadline(arm, 96, tcg, vm.ClockWall, job, 2)
-	x86Boot, _ := Deadline(x86, 96, tcg, vm.ClockWall, job, 2)
+	armBoot, armQuiet := Deadline(arm, 96, tcg, results.ClockWall, job, 2)
+	x86Boot, _ := Deadline(x86, 96, tcg, results.ClockWall, job, 2)
 	if armBoot >= x86Boot || armBoot < 70*time.Second {
 		t.Errorf("arm64 96 vCPUs: %v (x86_64 %v); measured 70 s", armBoot, x86Boot)
 	}
@@ -452,7 +450,7 @@ func TestDeadline(t *testing.T) {
 	}
 	long := job
 	long.DurationS = 600
-	if _, d := Deadline(x86, 2, tcg, vm.ClockWall, long, 2); d < 600*time.Second {
+	if _, d := Deadline(x86, 2, tcg, results.ClockWall, long, 2); d < 600*time.Second {
 		t.Errorf("a 600 s benchmark gets a %v deadline", d)
 	}
 }

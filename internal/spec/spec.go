@@ -17,6 +17,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/flagval"
 	"lab/internal/kconfig"
+	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/topology"
 )
@@ -166,24 +167,12 @@ type Claim struct {
 	Benchmark string `yaml:"benchmark"`
 	Producers []int  `yaml:"producers"`
 	Direction string `yaml:"direction"` // "faster" or "slower"
-	Min       string `yaml:"min"`       // optional minimum size, e.g. "2%"
+	Min       string `yaml:"min"`       // optional minimum size, e.g. "2%" (results.MinPct reads it)
 	// Scaling judges the within-boot ratio rate(P)/rate(1) instead of the
 	// rate itself: what a scalability claim says, and what survives the
 	// boot-to-boot drift of an emulated machine.
 	Scaling bool   `yaml:"scaling"`
 	Note    string `yaml:"note"`
-}
-
-// MinPct is the claim's minimum size in percent (0 when none).
-func (c Claim) MinPct() (float64, error) {
-	if c.Min == "" {
-		return 0, nil
-	}
-	var v float64
-	if _, err := fmt.Sscanf(strings.TrimSuffix(strings.TrimSpace(c.Min), "%"), "%g", &v); err != nil || v < 0 {
-		return 0, fmt.Errorf("min %q: want a percentage like 2%%", c.Min)
-	}
-	return v, nil
 }
 
 // Duration is a time.Duration written as "5s" in YAML (see doc.duration).
@@ -338,7 +327,7 @@ func (l *Lab) validate(d *doc) error {
 		if err := benchmark.Check(c.Benchmark); err != nil {
 			return at("claim: "+err.Error(), "claims", fmt.Sprint(i), "benchmark")
 		}
-		if _, err := c.MinPct(); err != nil {
+		if _, err := results.MinPct(c.Min); err != nil {
 			return at("claim: "+err.Error(), "claims", fmt.Sprint(i), "min")
 		}
 		if c.Scaling && len(c.Producers) > 0 && c.Producers[0] == 1 && len(c.Producers) == 1 {

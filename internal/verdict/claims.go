@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"lab/internal/spec"
+	"lab/internal/results"
 	"lab/internal/stats"
 )
 
@@ -28,13 +28,13 @@ type ClaimCheck struct {
 
 // ClaimResult is a claim and what this run says about it.
 type ClaimResult struct {
-	Claim   spec.Claim   `json:"claim"`
-	Verdict string       `json:"verdict"` // overall: contradicted > reproduced > not shown > not measured
-	Checks  []ClaimCheck `json:"checks"`
+	Claim   results.Claim `json:"claim"`
+	Verdict string        `json:"verdict"` // overall: contradicted > reproduced > not shown > not measured
+	Checks  []ClaimCheck  `json:"checks"`
 }
 
 // Text is the claim as a sentence: "uprobe-nop, 1 producer: patched faster".
-func ClaimText(c spec.Claim) string {
+func ClaimText(c results.Claim) string {
 	var p []string
 	for _, n := range c.Producers {
 		p = append(p, fmt.Sprint(n))
@@ -54,7 +54,7 @@ func ClaimText(c spec.Claim) string {
 }
 
 // CheckClaims judges every claim against every table.
-func CheckClaims(claims []spec.Claim, tables []Table) []ClaimResult {
+func CheckClaims(claims []results.Claim, tables []Table) []ClaimResult {
 	var out []ClaimResult
 	for _, c := range claims {
 		res := ClaimResult{Claim: c, Verdict: NotMeasured}

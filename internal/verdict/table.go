@@ -18,7 +18,6 @@ import (
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
-	"lab/internal/vm"
 )
 
 // Shape identifies one table: everything that must be equal between the
@@ -35,11 +34,11 @@ type Shape struct {
 
 // ICount reports whether both sides ran on QEMU's instruction clock.
 func (s Shape) ICount() bool {
-	return s.Clock.Baseline == vm.ClockICount && s.Clock.Patched == vm.ClockICount
+	return s.Clock.Baseline == results.ClockICount && s.Clock.Patched == results.ClockICount
 }
 
 // TCG reports whether either side ran emulated.
-func (s Shape) TCG() bool { return s.Accel.Baseline == vm.TCG || s.Accel.Patched == vm.TCG }
+func (s Shape) TCG() bool { return s.Accel.Baseline == results.TCG || s.Accel.Patched == results.TCG }
 
 // Metrics of a row.
 const (
@@ -169,7 +168,7 @@ const MinVCPUShare = 0.75
 // vCPUs got less than MinVCPUShare of a host CPU ("" when none did, or
 // when the host did not record it).
 func starved(b results.Boot, res protocol.Result) string {
-	if b.Clock != vm.ClockWall || res.Producers < 2 || len(res.VCPUHostShare) < res.Producers {
+	if b.Clock != results.ClockWall || res.Producers < 2 || len(res.VCPUHostShare) < res.Producers {
 		return ""
 	}
 	low := false

@@ -7,10 +7,8 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
-	"lab/internal/spec"
 	"lab/internal/stats"
 	"lab/internal/variant"
-	"lab/internal/vm"
 )
 
 func summary(v ...float64) stats.Summary { return stats.Summarize(v) }
@@ -143,7 +141,7 @@ func TestClaimJudge(t *testing.T) {
 // boot is one icount boot of variant v with a row per rate: uprobe-nop
 // first, then the controls.
 func boot(idx int, v variant.Variant, clock string, rates map[string]float64) results.Boot {
-	b := results.Boot{Index: idx, Variant: v, Arch: "x86_64", CPUs: 1, Clock: clock, Accel: vm.Accel{Name: vm.TCG}}
+	b := results.Boot{Index: idx, Variant: v, Arch: "x86_64", CPUs: 1, Clock: clock, Accel: results.Accel{Name: results.TCG}}
 	for _, name := range []string{"uprobe-nop", "usermode-count", "syscall-count"} {
 		if r, ok := rates[name]; ok {
 			b.Results = append(b.Results, protocol.Result{Benchmark: name, Producers: 1,
@@ -162,8 +160,8 @@ func TestICountTableUsesTheFloor(t *testing.T) {
 		// 0.03 %. uprobe-nop moves by 0.02 % in one table and 1 % in the
 		// other.
 		boots = append(boots,
-			boot(2*i, variant.Baseline, vm.ClockICount, map[string]float64{"uprobe-nop": 1e6 + float64(i), "usermode-count": 5e7, "syscall-count": 4e6}),
-			boot(2*i+1, variant.Patched, vm.ClockICount, map[string]float64{"uprobe-nop": 1.0002e6 + float64(i), "usermode-count": 5.0005e7, "syscall-count": 4e6}))
+			boot(2*i, variant.Baseline, results.ClockICount, map[string]float64{"uprobe-nop": 1e6 + float64(i), "usermode-count": 5e7, "syscall-count": 4e6}),
+			boot(2*i+1, variant.Patched, results.ClockICount, map[string]float64{"uprobe-nop": 1.0002e6 + float64(i), "usermode-count": 5.0005e7, "syscall-count": 4e6}))
 	}
 	tables := Tables(&results.Run{Boots: boots})
 	if len(tables) != 1 {
@@ -182,7 +180,7 @@ func TestICountTableUsesTheFloor(t *testing.T) {
 }
 
 func TestRegressionsLeaveControlsOut(t *testing.T) {
-	tb := Table{Shape: Shape{Arch: "x86_64", Topology: "1 vCPU", Accel: variant.Pair[string]{Baseline: vm.TCG, Patched: vm.TCG}, Clock: variant.Pair[string]{Baseline: vm.ClockWall, Patched: vm.ClockWall}},
+	tb := Table{Shape: Shape{Arch: "x86_64", Topology: "1 vCPU", Accel: variant.Pair[string]{Baseline: results.TCG, Patched: results.TCG}, Clock: variant.Pair[string]{Baseline: results.ClockWall, Patched: results.ClockWall}},
 		Rows: []Row{
 			{Benchmark: "uprobe-nop", Producers: 1, Metric: MetricRate, Change: stats.Change{Verdict: stats.Slower, Pct: -5, P: 0.008}},
 			{Benchmark: "syscall-count", Producers: 1, Metric: MetricRate, Control: true, Change: stats.Change{Verdict: stats.Slower, Pct: -5, P: 0.008}},
@@ -194,7 +192,7 @@ func TestRegressionsLeaveControlsOut(t *testing.T) {
 }
 
 func TestClaimsOK(t *testing.T) {
-	claims := CheckClaims([]spec.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: stats.Faster}}, nil)
+	claims := CheckClaims([]results.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: stats.Faster}}, nil)
 	if ok, bad := ClaimsOK(claims); ok || len(bad) != 1 || !strings.Contains(bad[0], NotMeasured) {
 		t.Errorf("ClaimsOK = %v, %q: a claim no table measured is not reproduced", ok, bad)
 	}

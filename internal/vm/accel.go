@@ -9,12 +9,7 @@ import (
 	"strings"
 
 	"lab/internal/arch"
-)
-
-// Accelerators.
-const (
-	KVM = "kvm"
-	TCG = "tcg"
+	"lab/internal/results"
 )
 
 // Accel is the accelerator a guest runs under, and why it was chosen.
@@ -100,21 +95,21 @@ func FindFirmware(qemu, file string) string {
 func ChooseAccel(h Host, a arch.Arch) (Accel, error) {
 	kvmOK, why := kvmUsable(h, a)
 	switch h.ForcedAccel {
-	case KVM:
+	case results.KVM:
 		if !kvmOK {
 			return Accel{}, fmt.Errorf("--accel kvm: KVM cannot run this guest: %s", why)
 		}
-		return Accel{Name: KVM, Reason: "asked for with --accel kvm"}, nil
-	case TCG:
-		return Accel{Name: TCG, Reason: "asked for with --accel tcg"}, nil
+		return Accel{Name: results.KVM, Reason: "asked for with --accel kvm"}, nil
+	case results.TCG:
+		return Accel{Name: results.TCG, Reason: "asked for with --accel tcg"}, nil
 	case "":
 	default:
 		return Accel{}, fmt.Errorf("--accel %q: want kvm or tcg", h.ForcedAccel)
 	}
 	if kvmOK {
-		return Accel{Name: KVM, Reason: why}, nil
+		return Accel{Name: results.KVM, Reason: why}, nil
 	}
-	return Accel{Name: TCG, Reason: why}, nil
+	return Accel{Name: results.TCG, Reason: why}, nil
 }
 
 func kvmUsable(h Host, a arch.Arch) (bool, string) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lab/initramfs/protocol"
+	"lab/internal/results"
 	"lab/internal/topology"
 )
 
@@ -81,7 +82,7 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	var stderr bytes.Buffer
 	start := time.Now()
-	cmd, exited, thpOff, err := startQEMU(c.Arch.QEMU, args, &stderr, c.Accel.Name == TCG)
+	cmd, exited, thpOff, err := startQEMU(c.Arch.QEMU, args, &stderr, c.Accel.Name == results.TCG)
 	out.THPOff = thpOff
 	if err != nil {
 		return out, infra("start "+c.Arch.QEMU, err)
@@ -246,7 +247,7 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 			return exitErr, "", ""
 		case <-tick.C:
 			if why := flooded(c); why != "" {
-				return nil, FailFlood, why
+				return nil, results.FailFlood, why
 			}
 			if fi, err := os.Stat(c.ResultsPath()); err == nil && fi.Size() > lastSize {
 				lastSize, lastLife, limit = fi.Size(), time.Now(), quiet
@@ -263,12 +264,12 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 			}
 			if time.Since(lastLife) > limit {
 				if out.ToAgent == 0 {
-					return nil, FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit)
+					return nil, results.FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit)
 				}
-				return nil, FailHang, fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit)
+				return nil, results.FailHang, fmt.Sprintf("deadline of %v passed without a new record from the agent: guest hung or too slow", limit)
 			}
 		case <-bctx.Done():
-			return nil, FailInterrupt, "interrupted"
+			return nil, results.FailInterrupt, "interrupted"
 		}
 	}
 }
@@ -288,14 +289,14 @@ func (c Config) finished(out *Outcome, exitErr error, stderr string) error {
 	}
 	for _, r := range out.Records {
 		if r.Type == protocol.TypeError {
-			return c.bootError(FailAgent, "agent: "+r.Error)
+			return c.bootError(results.FailAgent, "agent: "+r.Error)
 		}
 	}
 	if len(out.Records) == 0 || out.Records[len(out.Records)-1].Type != protocol.TypeDone {
 		if panicked(c.ConsoleLog()) {
-			return c.bootError(FailPanic, "kernel panic")
+			return c.bootError(results.FailPanic, "kernel panic")
 		}
-		return c.bootError(FailStopped, "guest stopped before the agent finished")
+		return c.bootError(results.FailStopped, "guest stopped before the agent finished")
 	}
 	// A boot whose kernel complained is not a clean measurement, even when
 	// the agent finished: fail it and say where.
@@ -307,7 +308,7 @@ func (c Config) finished(out *Outcome, exitErr error, stderr string) error {
 		for _, p := range out.Problems {
 			lines = append(lines, p.String())
 		}
-		return &BootError{Kind: FailProblem, Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
+		return &BootError{Kind: results.FailProblem, Reason: "the kernel reported problems:\n    " + strings.Join(lines, "\n    "),
 			Console: tail(c.ConsoleLog(), 15), Log: c.ConsoleLog()}
 	}
 	return nil

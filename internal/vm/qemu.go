@@ -10,13 +10,8 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/results"
 	"lab/internal/topology"
-)
-
-// Clock modes.
-const (
-	ClockWall   = "wall"
-	ClockICount = "icount"
 )
 
 // Config is one boot.
@@ -85,10 +80,10 @@ func (c Config) Cmdline() (string, error) {
 	// 2-vCPU boot here, the second-largest initcall after acpi_init.
 	parts := []string{"console=" + c.Arch.Console, "panic=-1", "oops=panic", level, "pty.legacy_count=0"}
 	parts = append(parts, c.Arch.Cmdline...)
-	if c.Clock == ClockICount {
+	if c.Clock == results.ClockICount {
 		parts = append(parts, c.Arch.ICountCmdline...)
 	}
-	if c.Accel.Name == TCG {
+	if c.Accel.Name == results.TCG {
 		parts = append(parts, c.Arch.TCGCmdline...)
 		// Each secondary CPU calibrates its delay loop, and under TCG the
 		// direct method fails ("calibrate_delay_direct() failed") and falls
@@ -96,14 +91,14 @@ func (c Config) Cmdline() (string, error) {
 		// of a 64-vCPU x86_64 boot. Where delays count TSC cycles and the
 		// guest's TSC is the host's, lpj from the host's TSC rate is the
 		// value the boot CPU computes itself.
-		if c.LPJ > 0 && c.Arch.TSCDelayLoop && c.Clock != ClockICount {
+		if c.LPJ > 0 && c.Arch.TSCDelayLoop && c.Clock != results.ClockICount {
 			parts = append(parts, fmt.Sprintf("lpj=%d", c.LPJ))
 		}
 		if c.tscRateGiven() {
 			parts = append(parts, fmt.Sprintf("%s=%d", c.Arch.TSCkHzParam, c.TSCkHz))
 		}
 	}
-	if c.Accel.Name == TCG && c.Oversubscribed {
+	if c.Accel.Name == results.TCG && c.Oversubscribed {
 		// Host threads of an oversubscribed TCG guest can wait tens of
 		// seconds for a host CPU while the guest clock runs on: the
 		// default 21 s RCU stall timeout then fires on healthy kernels
@@ -124,8 +119,8 @@ func (c Config) Args() ([]string, error) {
 	if c.Shape.CPUs < 1 {
 		return nil, fmt.Errorf("vCPUs %d: want at least 1", c.Shape.CPUs)
 	}
-	if c.Clock == ClockICount {
-		if c.Accel.Name != TCG {
+	if c.Clock == results.ClockICount {
+		if c.Accel.Name != results.TCG {
 			return nil, fmt.Errorf("icount needs TCG, not %s", c.Accel.Name)
 		}
 		if c.Shape.CPUs != 1 {
@@ -138,14 +133,14 @@ func (c Config) Args() ([]string, error) {
 	}
 	m := c.Machine()
 	cpu := c.Arch.CPU
-	if c.Accel.Name == KVM {
+	if c.Accel.Name == results.KVM {
 		cpu = "host"
 	}
 	args := append(append([]string{}, m.Args...), "-cpu", cpu)
 	switch {
-	case c.Accel.Name == KVM:
+	case c.Accel.Name == results.KVM:
 		args = append(args, "-accel", "kvm")
-	case c.Clock == ClockICount:
+	case c.Clock == results.ClockICount:
 		// One thread, and guest time counted in instructions (1 ns = 1 insn):
 		// rates become path lengths, repeatable from boot to boot.
 		args = append(args, "-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off")
@@ -182,7 +177,7 @@ func (c Config) Args() ([]string, error) {
 // under the wall clock, where the guest's TSC is the host's and lab knows
 // its rate), so that it does not calibrate the TSC at boot.
 func (c Config) tscRateGiven() bool {
-	return c.Accel.Name == TCG && c.TSCkHz > 0 && c.Arch.TSCkHzParam != "" && c.Clock != ClockICount
+	return c.Accel.Name == results.TCG && c.TSCkHz > 0 && c.Arch.TSCkHzParam != "" && c.Clock != results.ClockICount
 }
 
 // Machine is the QEMU machine the guest boots on: the arch's first that
@@ -190,6 +185,6 @@ func (c Config) tscRateGiven() bool {
 // the TSC against when a TCG guest must calibrate it. Plans ask it too,
 // for the machine's firmware, with the fields it reads filled in.
 func (c Config) Machine() arch.Machine {
-	return c.Arch.MachineFor(arch.Needs{NUMA: len(c.Shape.Nodes) > 0, ICount: c.Clock == ClockICount,
-		CalibratesTSC: c.Accel.Name == TCG && !c.tscRateGiven()})
+	return c.Arch.MachineFor(arch.Needs{NUMA: len(c.Shape.Nodes) > 0, ICount: c.Clock == results.ClockICount,
+		CalibratesTSC: c.Accel.Name == results.TCG && !c.tscRateGiven()})
 }

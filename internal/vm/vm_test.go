@@ -17,6 +17,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/results"
 	"lab/internal/topology"
 )
 
@@ -40,14 +41,14 @@ func TestChooseAccel(t *testing.T) {
 		wantErr bool
 		reason  string
 	}{
-		{"real KVM", Host{GOARCH: "amd64", CPUInfo: vmx}, x86, KVM, false, "usable"},
-		{"PVM kvm", Host{GOARCH: "amd64", CPUInfo: novmx, PVMLoaded: true}, x86, TCG, false, "kvm_pvm"},
-		{"no vmx", Host{GOARCH: "amd64", CPUInfo: novmx}, x86, TCG, false, "no vmx/svm"},
-		{"no /dev/kvm", Host{GOARCH: "amd64", CPUInfo: vmx, DevKVM: os.ErrNotExist}, x86, TCG, false, "not usable"},
-		{"foreign arch", Host{GOARCH: "amd64", CPUInfo: vmx}, arm, TCG, false, "emulated"},
-		{"arm64 host", Host{GOARCH: "arm64"}, arm, KVM, false, "usable"},
-		{"forced tcg", Host{GOARCH: "amd64", CPUInfo: vmx, ForcedAccel: TCG}, x86, TCG, false, "--accel tcg"},
-		{"forced kvm without it", Host{GOARCH: "amd64", CPUInfo: novmx, ForcedAccel: KVM}, x86, "", true, ""},
+		{"real KVM", Host{GOARCH: "amd64", CPUInfo: vmx}, x86, results.KVM, false, "usable"},
+		{"PVM kvm", Host{GOARCH: "amd64", CPUInfo: novmx, PVMLoaded: true}, x86, results.TCG, false, "kvm_pvm"},
+		{"no vmx", Host{GOARCH: "amd64", CPUInfo: novmx}, x86, results.TCG, false, "no vmx/svm"},
+		{"no /dev/kvm", Host{GOARCH: "amd64", CPUInfo: vmx, DevKVM: os.ErrNotExist}, x86, results.TCG, false, "not usable"},
+		{"foreign arch", Host{GOARCH: "amd64", CPUInfo: vmx}, arm, results.TCG, false, "emulated"},
+		{"arm64 host", Host{GOARCH: "arm64"}, arm, results.KVM, false, "usable"},
+		{"forced tcg", Host{GOARCH: "amd64", CPUInfo: vmx, ForcedAccel: results.TCG}, x86, results.TCG, false, "--accel tcg"},
+		{"forced kvm without it", Host{GOARCH: "amd64", CPUInfo: novmx, ForcedAccel: results.KVM}, x86, "", true, ""},
 		{"forced nonsense", Host{GOARCH: "amd64", ForcedAccel: "hvf"}, x86, "", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +65,7 @@ func TestChooseAccel(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	x86, arm := mustArch(t, "x86_64"), mustArch(t, "arm64")
-	tcg, kvm := Accel{Name: TCG}, Accel{Name: KVM}
+	tcg, kvm := Accel{Name: results.TCG}, Accel{Name: results.KVM}
 	base := func(a arch.Arch, cpus int, accel Accel, clock string) Config {
 		return Config{Arch: a, Kernel: "/k/Image", Initrd: "/k/initrd.cpio",
 			Shape: topology.Shape{CPUs: cpus, Sockets: 1, Clusters: 1, Cores: cpus, Threads: 1, MemoryMiB: 1024},
@@ -78,35 +79,35 @@ func TestArgs(t *testing.T) {
 		absent  []string
 		wantErr string
 	}{
-		{"x86 tcg wall", func() Config { c := base(x86, 2, tcg, ClockWall); c.TSCkHz = 2445440; return c }(),
+		{"x86 tcg wall", func() Config { c := base(x86, 2, tcg, results.ClockWall); c.TSCkHz = 2445440; return c }(),
 			[]string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu max", "-accel tcg,thread=multi", "-smp 2,sockets=1,cores=2,threads=1", "-m 1024M", "-kernel /k/Image", "-serial chardev:con",
 				"-chardev file,id=con,path=/r/boot1/console.log", "-chardev file,id=res,path=/r/boot1/results.jsonl",
 				"-device virtio-serial-device,id=vser", "-device virtserialport,bus=vser.0,chardev=res,name=lab.results", "-qmp unix:/tmp/q.sock,server=on,wait=off"},
 			[]string{"-icount", "-global", "q35", "virtio-serial-pci"}, ""},
 		// Without its TSC rate a TCG guest calibrates the TSC, which
 		// microvm has no timer for: q35.
-		{"x86 tcg wall, TSC rate unknown", base(x86, 2, tcg, ClockWall),
+		{"x86 tcg wall, TSC rate unknown", base(x86, 2, tcg, results.ClockWall),
 			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-device virtio-serial-pci,id=vser"}, []string{"microvm", "tsc_early_khz"}, ""},
 		{"x86 numa", func() Config {
-			c := base(x86, 2, tcg, ClockWall)
+			c := base(x86, 2, tcg, results.ClockWall)
 			c.Shape.Sockets, c.Shape.Cores = 2, 1
 			c.Shape.Nodes = []topology.Node{{CPUs: []int{0}, MemoryMiB: 512}, {CPUs: []int{1}, MemoryMiB: 512}}
 			return c
 		}(), []string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-device virtio-serial-pci,id=vser"},
 			[]string{"microvm"}, ""},
-		{"arm64 tcg", base(arm, 4, tcg, ClockWall),
+		{"arm64 tcg", base(arm, 4, tcg, results.ClockWall),
 			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1", "-device virtio-serial-device,id=vser"},
 			[]string{"virtio-serial-pci"}, ""},
-		{"icount", base(x86, 1, tcg, ClockICount),
+		{"icount", base(x86, 1, tcg, results.ClockICount),
 			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1", "-device virtio-serial-pci,id=vser"},
 			[]string{"tcg,thread=multi", "microvm"}, ""},
-		{"kvm", base(x86, 8, kvm, ClockWall), []string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
-		{"firmware", func() Config { c := base(x86, 1, tcg, ClockICount); c.Firmware = "/q/qboot.rom"; return c }(),
+		{"kvm", base(x86, 8, kvm, results.ClockWall), []string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
+		{"firmware", func() Config { c := base(x86, 1, tcg, results.ClockICount); c.Firmware = "/q/qboot.rom"; return c }(),
 			[]string{"-bios /q/qboot.rom"}, nil, ""},
-		{"default firmware", base(x86, 1, tcg, ClockICount), nil, []string{"-bios"}, ""},
-		{"icount with 2 vCPUs", base(x86, 2, tcg, ClockICount), nil, nil, "only 1 vCPU"},
-		{"icount under kvm", base(x86, 1, kvm, ClockICount), nil, nil, "icount needs TCG"},
-		{"zero vCPUs", base(x86, 0, tcg, ClockWall), nil, nil, "at least 1"},
+		{"default firmware", base(x86, 1, tcg, results.ClockICount), nil, []string{"-bios"}, ""},
+		{"icount with 2 vCPUs", base(x86, 2, tcg, results.ClockICount), nil, nil, "only 1 vCPU"},
+		{"icount under kvm", base(x86, 1, kvm, results.ClockICount), nil, nil, "icount needs TCG"},
+		{"zero vCPUs", base(x86, 0, tcg, results.ClockWall), nil, nil, "at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args, err := tc.cfg.Args()
@@ -163,33 +164,34 @@ func TestBootErrorQuotesConsole(t *testing.T) {
 	dir := t.TempDir()
 	c := Config{Dir: dir}
 	os.WriteFile(c.ConsoleLog(), []byte("line 1\r\nKernel panic - not syncing: VFS: Unable to mount root fs\r\n"), 0o644)
-	err := c.bootError(FailPanic, "kernel panic")
+	err := c.bootError(results.FailPanic, "kernel panic")
 	var be *BootError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "Unable to mount root fs") || strings.Contains(err.Error(), "\r") {
 		t.Fatalf("error = %q", err)
 	}
-	if Kind(err) != FailPanic || !KernelFault(Kind(err)) {
-		t.Errorf("kind %q", Kind(err))
+	if results.FailureKind(err) != results.FailPanic || !results.KernelFault(results.FailureKind(err)) {
+		t.Errorf("kind %q", results.FailureKind(err))
 	}
 }
 
-// Kernel failures and infrastructure failures are told apart, and so is an
-// interruption: a bisect skips the first, stops on the second.
-func TestKind(t *testing.T) {
+// vm's errors carry their kind to results.json: kernel failures and
+// infrastructure failures are told apart, and so is an interruption: a
+// bisect skips the first, stops on the second.
+func TestFailureKind(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
 		kind   string
 		kernel bool
 	}{
-		{&BootError{Kind: FailHang}, FailHang, true},
-		{fmt.Errorf("boot 3: %w", &BootError{Kind: FailProblem}), FailProblem, true},
-		{infra("start qemu-system-x86_64", os.ErrNotExist), FailInfra, false},
-		{fmt.Errorf("boot interrupted: %w", context.Canceled), FailInterrupt, false},
-		{errors.New("something else"), FailInfra, false},
+		{&BootError{Kind: results.FailHang}, results.FailHang, true},
+		{fmt.Errorf("boot 3: %w", &BootError{Kind: results.FailProblem}), results.FailProblem, true},
+		{infra("start qemu-system-x86_64", os.ErrNotExist), results.FailInfra, false},
+		{fmt.Errorf("boot interrupted: %w", context.Canceled), results.FailInterrupt, false},
+		{errors.New("something else"), results.FailInfra, false},
 		{nil, "", false},
 	} {
-		if got := Kind(tc.err); got != tc.kind || KernelFault(got) != tc.kernel {
-			t.Errorf("Kind(%v) = %q (kernel's fault %v)", tc.err, got, KernelFault(got))
+		if got := results.FailureKind(tc.err); got != tc.kind || results.KernelFault(got) != tc.kernel {
+			t.Errorf("Kind(%v) = %q (kernel's fault %v)", tc.err, got, results.KernelFault(got))
 		}
 	}
 	var ie *InfraError
@@ -207,11 +209,11 @@ func TestBootWithoutQEMUIsInfra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{Arch: a, Kernel: "k", Initrd: "i", Shape: shape, Accel: Accel{Name: TCG}, Clock: ClockWall,
+	c := Config{Arch: a, Kernel: "k", Initrd: "i", Shape: shape, Accel: Accel{Name: results.TCG}, Clock: results.ClockWall,
 		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
 	_, err = Boot(context.Background(), c, time.Second, nil)
-	if Kind(err) != FailInfra {
-		t.Fatalf("err = %v, kind %q", err, Kind(err))
+	if results.FailureKind(err) != results.FailInfra {
+		t.Fatalf("err = %v, kind %q", err, results.FailureKind(err))
 	}
 }
 
@@ -225,10 +227,10 @@ func TestHostTSCParamsOnlyForX86WallTCG(t *testing.T) {
 		clock string
 		want  bool
 	}{
-		{x86, TCG, ClockWall, true},
-		{x86, TCG, ClockICount, false},
-		{x86, KVM, ClockWall, false},
-		{arm, TCG, ClockWall, false},
+		{x86, results.TCG, results.ClockWall, true},
+		{x86, results.TCG, results.ClockICount, false},
+		{x86, results.KVM, results.ClockWall, false},
+		{arm, results.TCG, results.ClockWall, false},
 	} {
 		c := Config{Arch: tc.a, Accel: Accel{Name: tc.accel}, Clock: tc.clock, LPJ: 9200000, TSCkHz: 2300000}
 		line, err := c.Cmdline()
@@ -260,7 +262,7 @@ func TestHostTSC(t *testing.T) {
 func TestOversubscribedTCGWaitsLongerForRCU(t *testing.T) {
 	x86 := mustArch(t, "x86_64")
 	for _, over := range []bool{false, true} {
-		c := Config{Arch: x86, Accel: Accel{Name: TCG}, Clock: ClockWall, Oversubscribed: over}
+		c := Config{Arch: x86, Accel: Accel{Name: results.TCG}, Clock: results.ClockWall, Oversubscribed: over}
 		line, err := c.Cmdline()
 		if err != nil {
 			t.Fatal(err)
@@ -287,7 +289,7 @@ func TestArchCmdlineOnEveryGuest(t *testing.T) {
 	for _, tc := range []struct {
 		accel, clock string
 		tcg          bool
-	}{{TCG, ClockWall, true}, {TCG, ClockICount, true}, {KVM, ClockWall, false}} {
+	}{{results.TCG, results.ClockWall, true}, {results.TCG, results.ClockICount, true}, {results.KVM, results.ClockWall, false}} {
 		c := Config{Arch: x86, Accel: Accel{Name: tc.accel}, Clock: tc.clock}
 		line, err := c.Cmdline()
 		if err != nil {
@@ -313,7 +315,7 @@ func TestArchCmdlineOnEveryGuest(t *testing.T) {
 func TestConsoleLevel(t *testing.T) {
 	x86 := mustArch(t, "x86_64")
 	for _, verbose := range []bool{false, true} {
-		c := Config{Arch: x86, Accel: Accel{Name: TCG}, Clock: ClockWall, Verbose: verbose}
+		c := Config{Arch: x86, Accel: Accel{Name: results.TCG}, Clock: results.ClockWall, Verbose: verbose}
 		line, err := c.Cmdline()
 		if err != nil {
 			t.Fatal(err)
