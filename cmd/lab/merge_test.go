@@ -12,6 +12,7 @@ import (
 
 	"lab/internal/report"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/shard"
 )
 
@@ -54,7 +55,7 @@ func splitExample(t *testing.T, n int, hosts []string, drop map[int]bool) (*resu
 		part.Complete = len(part.Boots) == len(picked)
 		dir := filepath.Join(root, fmt.Sprintf("shard%d", k))
 		os.MkdirAll(dir, 0o755)
-		if err := part.Write(dir); err != nil {
+		if err := (runfolder.Folder{Dir: dir}).Save(&part); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, dir)

@@ -12,6 +12,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/runfolder"
 	"lab/internal/variant"
 	"lab/internal/verdict"
 )
@@ -102,7 +103,7 @@ func (f fixture) write(name string, r *results.Run) Shard {
 			f.t.Fatal(err)
 		}
 	}
-	if err := r.Write(dir); err != nil {
+	if err := (runfolder.Folder{Dir: dir}).Save(r); err != nil {
 		f.t.Fatal(err)
 	}
 	loaded, err := Load([]string{dir})
@@ -396,7 +397,7 @@ func TestWriteRefuses(t *testing.T) {
 	os.MkdirAll(other, 0o755)
 	whole := f.run(0, "h", 1)
 	whole.Shard, whole.Command = nil, []string{"lab", "run"}
-	if err := whole.Write(other); err != nil {
+	if err := (runfolder.Folder{Dir: other}).Save(whole); err != nil {
 		t.Fatal(err)
 	}
 	if err := Write(res, other, shards); err == nil || !strings.Contains(err.Error(), "did not make") {

@@ -90,7 +90,7 @@ func TestWriteLoadSameRun(t *testing.T) {
 			Results: []protocol.Result{{Benchmark: "uprobe-nop", Producers: 1, Samples: []protocol.Sample{{IntervalNS: 1e9, Hits: 100, Rate: 100}}}}}},
 	}
 	dir := t.TempDir()
-	if err := r.Write(dir); err != nil {
+	if err := r.Save(filepath.Join(dir, "results.json")); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Load(filepath.Join(dir, "results.json"))

@@ -57,6 +57,13 @@ type Run struct {
 	// (lab run --shard K/N): it holds only its share of the boots, and
 	// lab merge makes the whole run from the shards.
 	Shard *Shard `json:"shard,omitempty"`
+	// Merged is set when lab merge made the run from shards' folders.
+	Merged *Merged `json:"merged,omitempty"`
+}
+
+// Merged is where a merged run's boots came from.
+type Merged struct {
+	Shards []string `json:"shards"` // the shards' run ids, in shard order
 }
 
 // Shard is K of N, and how many boots this shard was to make.
@@ -250,19 +257,20 @@ func ScalingRatios(res []protocol.Result) []Ratio {
 	return out
 }
 
-// Write saves r as dir/results.json atomically, so that an interrupted run
-// leaves the last complete version.
-func (r *Run) Write(dir string) error {
+// Save writes the run to path atomically (a temporary file renamed over
+// it): a reader never sees half a file, and a run killed mid-write leaves
+// the last whole one.
+func (r *Run) Save(path string) error {
 	r.Schema = Schema
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "results.json.tmp")
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(dir, "results.json"))
+	return os.Rename(tmp, path)
 }
 
 // Load reads a results.json, refusing versions this lab does not know and

@@ -53,7 +53,7 @@ func TestLoadSchemas(t *testing.T) {
 	dir := t.TempDir()
 	r := &Run{Lab: "t", Boots: []Boot{{Index: 1, Variant: "baseline"}, {Index: 2, Variant: "patched"}}}
 	r.Boots[1].Fail(kindError{FailHang})
-	if err := r.Write(dir); err != nil {
+	if err := r.Save(filepath.Join(dir, "results.json")); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Load(filepath.Join(dir, "results.json"))

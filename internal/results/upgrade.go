@@ -35,6 +35,11 @@ func upgrade(path string, data []byte, r *Run) error {
 			return fmt.Errorf("%s: results schema %d: %w", path, r.Schema, err)
 		}
 	}
+	// Before the merged field, only the command line said that lab merge
+	// made a run.
+	if r.Merged == nil && r.Shard == nil && len(r.Command) > 1 && r.Command[1] == "merge" {
+		r.Merged = &Merged{}
+	}
 	return nil
 }
 

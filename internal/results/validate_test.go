@@ -106,7 +106,7 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 			r := goodRun()
 			tc.edit(r)
 			dir := t.TempDir()
-			if err := r.Write(dir); err != nil {
+			if err := r.Save(filepath.Join(dir, "results.json")); err != nil {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, "results.json")

@@ -70,7 +70,7 @@ func New(parent, id string) (Folder, string, error) {
 // Save writes results.json atomically: a reader never sees half a file, and
 // a run killed mid-write leaves the last whole one.
 func (f Folder) Save(r *results.Run) error {
-	if err := r.Write(f.Dir); err != nil {
+	if err := r.Save(f.Results()); err != nil {
 		return fmt.Errorf("save results: %w", err)
 	}
 	return nil
