@@ -148,6 +148,9 @@ func TestMergeIsTheUnion(t *testing.T) {
 			if m.Shard != nil || !m.Complete || len(res.Caveats) != 0 {
 				t.Errorf("shard %v, complete %v, caveats %v", m.Shard, m.Complete, res.Caveats)
 			}
+			if !IsMerged(m) || len(m.Merged.Shards) != len(shards) || m.Merged.Shards[0] != shards[0].Run.RunID {
+				t.Errorf("merged %+v: want the %d shards' run ids", m.Merged, len(shards))
+			}
 			want := map[int]results.Boot{}
 			for _, s := range shards {
 				for _, b := range s.Run.Boots {

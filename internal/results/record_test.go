@@ -265,3 +265,30 @@ func TestExamplesUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestMergedRecognisedFromOldCommand: before the merged field, only the
+// command line ("lab merge ...") said that lab merge made a run.
+func TestMergedRecognisedFromOldCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name, command string
+		merged        bool
+	}{
+		{"lab merge", `["lab", "merge", "-o", "m", "s/*"]`, true},
+		{"lab run", `["lab", "run", "labs/x.yaml"]`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "results.json")
+			os.WriteFile(path, []byte(`{"schema": 2, "lab": "t", "run_id": "r", "command": `+tc.command+`,
+			 "boots": [{"index": 1, "arch": "x86_64", "variant": "baseline", "accel": {"name": "tcg"},
+			   "results": [{"benchmark": "uprobe-nop", "producers": 1, "samples": [{"interval_ns": 1000000000, "hits": 5, "rate": 5}]}]}],
+			 "kernels": [{"arch": "x86_64", "variant": "baseline"}]}`), 0o644)
+			got, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got.Merged != nil) != tc.merged {
+				t.Errorf("merged = %+v, want %v", got.Merged, tc.merged)
+			}
+		})
+	}
+}
