@@ -38,20 +38,20 @@ type k8sData struct {
 	FailIndex, Retry []exitcode.Code
 }
 
-// k8sPod is one Job's pod: every Job runs lab in the same container on the
+// k8sPod is one Job and its pod: every Job runs lab in the same container on the
 // shared claim; they differ in the command, the resources, whether the
 // kernel cache is mounted and whether pods keep a node each.
 type k8sPod struct {
-	Unit, Image, Command string
-	CPU, Memory          string // requests; "" for none
-	KVM                  bool   // a /dev/kvm from KubeVirt's device plugin
-	Cache                bool   // the kernel cache at /cache
-	OnePerNode           bool   // wall-clock boots must not share a node
+	Job, Unit, Image, Command string
+	CPU, Memory               string // requests; "" for none
+	KVM                       bool   // a /dev/kvm from KubeVirt's device plugin
+	Cache                     bool   // the kernel cache at /cache
+	OnePerNode                bool   // wall-clock boots must not share a node
 }
 
-// Pod is the pod of the build, shards or merge Job.
+// Pod is the build, shards or merge Job and its pod.
 func (d k8sData) Pod(unit string) k8sPod {
-	p := k8sPod{Unit: unit, Image: d.Image, Cache: true}
+	p := k8sPod{Job: d.Name + "-" + unit, Unit: unit, Image: d.Image, Cache: true}
 	switch unit {
 	case "build":
 		p.Command, p.CPU, p.Memory = d.Build, "4", "8Gi"
@@ -69,7 +69,16 @@ func (k8sData) Codes(codes []exitcode.Code) string { return exitcode.List(codes,
 // Either is codes as words: 5, 130 or 143.
 func (k8sData) Either(codes []exitcode.Code) string { return exitcode.List(codes, "or") }
 
-const k8sTemplate = `{{define "pod"}}  template:
+const k8sTemplate = `{{define "job"}}apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{.Job}}
+  labels:
+    app.kubernetes.io/name: lab
+    lab/unit: {{.Unit}}
+spec:
+{{- end -}}
+{{define "pod"}}  template:
     metadata:
       labels:
         app.kubernetes.io/name: lab
@@ -162,25 +171,11 @@ spec:
     requests:
       storage: 20Gi
 ---
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{.Name}}-build
-  labels:
-    app.kubernetes.io/name: lab
-    lab/unit: build
-spec:
+{{template "job" (.Pod "build")}}
   backoffLimit: 1
 {{template "pod" (.Pod "build")}}
 ---
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{.Name}}-shards
-  labels:
-    app.kubernetes.io/name: lab
-    lab/unit: shards
-spec:
+{{template "job" (.Pod "shards")}}
   completionMode: Indexed
   completions: {{.N}}
   parallelism: {{.N}}
@@ -202,14 +197,7 @@ spec:
           values: [{{.Codes .Retry}}]
 {{template "pod" (.Pod "shards")}}
 ---
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{.Name}}-merge
-  labels:
-    app.kubernetes.io/name: lab
-    lab/unit: merge
-spec:
+{{template "job" (.Pod "merge")}}
   backoffLimit: 0
 {{template "pod" (.Pod "merge")}}
 `

@@ -117,7 +117,8 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 	}
 	for _, b := range r.Boots {
 		if !b.OK() {
-			ri.Failed = append(ri.Failed, fmt.Sprintf("boot %d (%s %s): %s: %s", b.Index, b.Arch, b.Variant, b.Failure.Kind, firstLine(b.Failure.Message)))
+			first, _, _ := strings.Cut(b.Failure.Message, "\n")
+			ri.Failed = append(ri.Failed, fmt.Sprintf("boot %d (%s %s): %s: %s", b.Index, b.Arch, b.Variant, b.Failure.Kind, first))
 		}
 	}
 	return ri

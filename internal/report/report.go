@@ -37,7 +37,11 @@ func Header(lab string, t verdict.Table) string {
 	}
 	b, p := t.Boots.Baseline, t.Boots.Patched
 	if b == p {
-		parts = append(parts, fmt.Sprintf("%d boot%s each", b, plural(b)))
+		each := fmt.Sprintf("%d boots each", b)
+		if b == 1 {
+			each = "1 boot each"
+		}
+		parts = append(parts, each)
 	} else {
 		parts = append(parts, fmt.Sprintf("%d baseline + %d patched boots", b, p))
 	}
@@ -99,16 +103,4 @@ func Notes(t verdict.Table) []string {
 		}
 	}
 	return out
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
