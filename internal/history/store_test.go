@@ -647,7 +647,10 @@ func TestStore(t *testing.T) {
 	for _, d := range drivers(t) {
 		t.Run(d.name, func(t *testing.T) {
 			for _, c := range storeCases {
-				t.Run(c.name, func(t *testing.T) { c.run(t, d) })
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel() // each case has its own history
+					c.run(t, d)
+				})
 			}
 		})
 	}

@@ -1,0 +1,145 @@
+package history
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"lab/initramfs/protocol"
+	"lab/internal/cpulist"
+	"lab/internal/results"
+	"lab/internal/topology"
+)
+
+// FromRun makes the history's record of a lab run (results.json). kind is
+// the command that made it; "" reads it from the run: a bisect, a merge of
+// shards, or else a run. A track's caller sets each boot's CommitSeq.
+func FromRun(r *results.Run, kind string) (*Run, error) {
+	if kind == "" {
+		kind = KindRun
+		switch {
+		case r.Bisect != nil:
+			kind = KindBisect
+		case r.Merged != nil:
+			kind = KindMerge
+		}
+	}
+	h := &Run{
+		Lab: r.Lab, RunID: r.RunID, Kind: kind, LabVersion: r.LabVersion, Command: r.Command, Started: r.Started,
+		Source: Source{Desc: r.Source.Desc, ID: r.Source.ID, TarballSHA256: tarballSHA256(r.Source),
+			Commit: r.Source.Commit, KernelVersion: r.Source.Version},
+		Series: Series{Name: r.Series.Name, Mode: r.Series.Mode, SHA256: r.Series.Hash},
+	}
+	for _, b := range r.Boots {
+		commit, kernel := r.Series.Variants.Get(b.Variant), kernelOf(r, b)
+		if step := bisectStep(r, b.Index); step != nil {
+			commit, kernel = step.Commit, step.Kernel
+		}
+		if kernel == nil {
+			return nil, fmt.Errorf("run %s of lab %s, boot %d: no kernel for %s %s", r.RunID, r.Lab, b.Index, b.Arch, b.Variant)
+		}
+		host := r.Host
+		if b.Host != nil {
+			host = *b.Host // a merged run's boot ran on its shard's host
+		}
+		hb := Boot{
+			Index: b.Index, Digest: digest(b), Variant: string(b.Variant), Commit: commit,
+			KernelKey: kernel.Info.Key, ImageSHA256: kernel.Info.ImageSHA256,
+			Arch: b.Arch, CPUs: b.CPUs, Topology: topologyOf(b), Clock: b.Clock, Accel: b.Accel.Name,
+			Host: Host{Name: host.Name, CPUModel: host.CPUModel, CPUs: host.CPUs, Kernel: host.Kernel},
+		}
+		if b.Outcome != nil {
+			hb.Host.QEMUVersion = b.Outcome.QEMUVersion
+		}
+		if b.Failure != nil {
+			hb.Failure = b.Failure.Kind
+		}
+		for _, res := range b.Results {
+			if rate := protocol.Rate(res.Samples); res.OK() && rate > 0 {
+				hb.Figures = append(hb.Figures, Figure{Benchmark: res.Benchmark, Tool: res.Tool, Producers: res.Producers, Metric: MetricRate, Value: rate})
+			}
+		}
+		for _, ratio := range b.Ratios() {
+			hb.Figures = append(hb.Figures, Figure{Benchmark: ratio.Benchmark, Tool: ratio.Tool, Producers: ratio.Producers, Metric: MetricScaling, Value: ratio.Value})
+		}
+		h.Boots = append(h.Boots, hb)
+	}
+	return h, nil
+}
+
+func kernelOf(r *results.Run, b results.Boot) *results.Kernel {
+	for i, k := range r.Kernels {
+		if k.Arch == b.Arch && k.Variant == b.Variant {
+			return &r.Kernels[i]
+		}
+	}
+	return nil
+}
+
+// bisectStep is the bisect step a boot measured, nil outside a bisect.
+func bisectStep(r *results.Run, boot int) *results.BisectStep {
+	if r.Bisect == nil {
+		return nil
+	}
+	for i, s := range r.Bisect.Steps {
+		if slices.Contains(s.Boots, boot) {
+			return &r.Bisect.Steps[i]
+		}
+	}
+	return nil
+}
+
+var tarballSum = regexp.MustCompile(`\(sha256 ([0-9a-f]{64})\)`)
+
+// tarballSHA256 is a tarball source's sha256, which its description holds
+// whole (its id only a prefix).
+func tarballSHA256(s results.Source) string {
+	if !strings.HasPrefix(s.ID, "tarball-") {
+		return ""
+	}
+	if m := tarballSum.FindStringSubmatch(s.Desc); m != nil && strings.HasPrefix(m[1], strings.TrimPrefix(s.ID, "tarball-")) {
+		return m[1]
+	}
+	return ""
+}
+
+// topologyOf writes a guest's topology; a boot recorded before shapes were
+// is one socket of single-thread cores, as lab booted it then.
+func topologyOf(b results.Boot) string {
+	s := b.Shape
+	if s == nil {
+		s = &topology.Shape{CPUs: b.CPUs, Sockets: 1, Clusters: 1, Cores: b.CPUs, Threads: 1}
+	}
+	t := fmt.Sprintf("sockets=%d,clusters=%d,cores=%d,threads=%d", s.Sockets, s.Clusters, s.Cores, s.Threads)
+	if len(s.Nodes) > 1 {
+		var nodes []string
+		for _, n := range s.Nodes {
+			nodes = append(nodes, cpulist.Format(n.CPUs))
+		}
+		t += ",nodes=" + strings.Join(nodes, "/")
+	}
+	return t
+}
+
+// digest identifies a boot by its raw samples, which no other boot
+// repeats, so that it is kept once when both a shard and the merged run
+// are added. A boot without samples has none.
+func digest(b results.Boot) string {
+	n := 0
+	for _, r := range b.Results {
+		n += len(r.Samples)
+	}
+	if n == 0 {
+		return ""
+	}
+	data, err := json.Marshal(b.Results)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
