@@ -1,0 +1,129 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/internal/series"
+)
+
+// seriesOf is a one-patch series, made with git format-patch, that turns
+// uprobes.c from before into after.
+func seriesOf(t *testing.T, before, after string) *series.Series {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	file := filepath.Join(dir, "kernel", "events", "uprobes.c")
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	git("init", "-q")
+	os.WriteFile(file, []byte(before), 0o644)
+	git("add", ".")
+	git("commit", "-qm", "base")
+	os.WriteFile(file, []byte(after), 0o644)
+	git("commit", "-qam", "uprobes: change")
+	out := filepath.Join(t.TempDir(), "s")
+	git("format-patch", "-q", "-1", "-o", out)
+	s, err := series.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Mode auto finds which side of the comparison the series is on by trying
+// it both ways on the source, and says why; a series that goes on neither
+// way, or both ways, is an error before anything is built.
+func TestResolveSeries(t *testing.T) {
+	ctx := context.Background()
+	lockless := lockless(t)
+	moved := strings.Replace(locklessBody, "__find_uprobe_rcu()", "__find_uprobe_rcu(true)", 1)
+	// The lines the patch changes are in the file before and after it:
+	// forward finds the first block, reverse the second.
+	// (Neither at the file's start or end, where git anchors a hunk.)
+	block := func(call string) string { return "one\ntwo\nthree\n\t" + call + ";\nfour\nfive\nsix\n" }
+	head, tail := "a\nb\nc\nd\n", "e\nf\ng\nh\n"
+	twice := seriesOf(t, head+block("x()")+tail, head+block("y()")+tail)
+	for _, tc := range []struct {
+		name    string
+		body    string
+		ser     *series.Series
+		mode    string
+		want    string // the mode chosen; "" for an error
+		why     string // in Why, or in the error
+		reverse bool   // the error is about reverse-applying (explicit revert)
+	}{
+		{"carried: revert", locklessBody, lockless, ModeAuto, series.ModeRevert,
+			"revert: every patch applies in reverse (1 patch): the source already carries this series (forward, 0001-uprobes-lockless-lookup.patch does not: patch failed: kernel/events/uprobes.c:1)", false},
+		{"not carried: apply", lockedBody, lockless, ModeAuto, series.ModeApply,
+			"apply: every patch applies forward (1 patch): the source does not carry this series yet (in reverse, 0001-uprobes-lockless-lookup.patch does not: patch failed: kernel/events/uprobes.c:1)", false},
+		{"neither way", moved, lockless, ModeAuto, "",
+			"series uprobe-srcu applies neither forward nor in reverse on the source:\napply ", false},
+		{"both ways", head + block("x()") + "m\nn\no\np\n" + block("y()") + tail, twice, ModeAuto, "",
+			"applies both forward and in reverse", false},
+		{"asked: apply", lockedBody, lockless, series.ModeApply, series.ModeApply, "apply: the lab's mode", false},
+		{"asked: revert, not carried", lockedBody, lockless, series.ModeRevert, "", "revert (reverse-apply) ", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, err := Prepare(ctx, Origin{Tarball: fakeTarball(t, "6.12.999", tc.body)}, t.TempDir(), t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Close()
+			res, err := tree.ResolveSeries(ctx, tc.ser, tc.mode)
+			if tc.want == "" {
+				if head, _ := tree.git.Output(ctx, "rev-parse", "HEAD"); head != tree.BaseHash {
+					t.Errorf("tree left at %s after a failure, want the base %s", head, tree.BaseHash)
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.why) {
+					t.Fatalf("err = %v, want %q", err, tc.why)
+				}
+				var ae *series.ApplyError
+				if strings.Contains(tc.name, "both") {
+					return
+				}
+				if !errors.As(err, &ae) || ae.Reverse != tc.reverse {
+					t.Fatalf("err %v: want the %s attempt's ApplyError", err, map[bool]string{false: "forward", true: "reverse"}[tc.reverse])
+				}
+				for _, w := range []string{"0001-uprobes-lockless-lookup.patch", "kernel/events/uprobes.c", "failing hunk: @@"} {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error does not name %q:\n%v", w, err)
+					}
+				}
+				if tc.mode == ModeAuto && !strings.Contains(err.Error(), "in reverse it fails too: 0001-uprobes-lockless-lookup.patch does not: patch failed: kernel/events/uprobes.c:") {
+					t.Errorf("error does not say the reverse failed too:\n%v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Mode != tc.want || res.Why != tc.why {
+				t.Errorf("mode %s, why %q; want %s, %q", res.Mode, res.Why, tc.want, tc.why)
+			}
+			// The source is the patched side in revert mode, the
+			// baseline in apply mode; the other is lab's commit.
+			c := res.Commits
+			if ok := map[string]bool{series.ModeRevert: c.Patched == tree.BaseHash && c.Baseline != c.Patched,
+				series.ModeApply: c.Baseline == tree.BaseHash && c.Baseline != c.Patched}[res.Mode]; !ok {
+				t.Errorf("%s: commits %+v, base %s", res.Mode, c, tree.BaseHash)
+			}
+			// Once more: the same commits, from lab's refs.
+			again, err := tree.ResolveSeries(ctx, tc.ser, tc.mode)
+			if err != nil || again != res {
+				t.Errorf("again: %+v, %v; want %+v", again, err, res)
+			}
+		})
+	}
+}
