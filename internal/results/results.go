@@ -28,26 +28,31 @@ const Schema = 3
 
 // Run is results.json.
 type Run struct {
-	Schema     int           `json:"schema"`
-	Lab        string        `json:"lab"`
-	LabFile    string        `json:"lab_file"`
-	LabSHA256  string        `json:"lab_sha256,omitempty"` // of the lab file as read
-	RunID      string        `json:"run_id"`
-	LabVersion string        `json:"lab_version"` // git describe of lab's checkout
-	Command    []string      `json:"command"`     // the command line that made this run
-	Started    time.Time     `json:"started"`
-	Finished   time.Time     `json:"finished,omitzero"`
-	Complete   bool          `json:"complete"` // false while running or after an interruption
-	Source     Source        `json:"source"`
-	Series     Series        `json:"series"`
-	Matrix     Matrix        `json:"matrix"`
-	Host       Host          `json:"host"`
-	Kernels    []Kernel      `json:"kernels"`
-	Initramfs  []Initramfs   `json:"initramfs"`
-	Boots      []Boot        `json:"boots"`
-	Notes      []string      `json:"notes,omitempty"`
-	Claims     []Claim       `json:"claims,omitempty"`
-	Elapsed    time.Duration `json:"elapsed_ns"`
+	Schema     int      `json:"schema"`
+	Lab        string   `json:"lab"`
+	LabFile    string   `json:"lab_file"`
+	LabSHA256  string   `json:"lab_sha256,omitempty"` // of the lab file as read
+	RunID      string   `json:"run_id"`
+	LabVersion string   `json:"lab_version"` // git describe of lab's checkout
+	Command    []string `json:"command"`     // the command line that made this run
+	// Repeat is the command that repeats the run when Command cannot (it
+	// read the series from standard input, or made the lab itself): lab
+	// run RUN/lab.yaml, the lab and series lab run --series saved in the
+	// run folder.
+	Repeat    []string      `json:"repeat,omitempty"`
+	Started   time.Time     `json:"started"`
+	Finished  time.Time     `json:"finished,omitzero"`
+	Complete  bool          `json:"complete"` // false while running or after an interruption
+	Source    Source        `json:"source"`
+	Series    Series        `json:"series"`
+	Matrix    Matrix        `json:"matrix"`
+	Host      Host          `json:"host"`
+	Kernels   []Kernel      `json:"kernels"`
+	Initramfs []Initramfs   `json:"initramfs"`
+	Boots     []Boot        `json:"boots"`
+	Notes     []string      `json:"notes,omitempty"`
+	Claims    []Claim       `json:"claims,omitempty"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
 	// Caveats are notes about the run as a whole that every report shows
@@ -102,10 +107,39 @@ func shortHash(h string) string { return h[:min(12, len(h))] }
 // Series is the series under test.
 type Series struct {
 	Name     string               `json:"name"`
-	Mode     string               `json:"mode"`
+	Mode     string               `json:"mode"` // the mode the variants were made in: apply or revert
 	Hash     string               `json:"sha256"`
 	Patches  []Patch              `json:"patches"`
 	Variants variant.Pair[string] `json:"variant_commits"`
+
+	// How lab chose the mode (all optional: older files lack them).
+	ModeAsked  string `json:"mode_asked,omitempty"`  // the lab's mode: apply, revert or auto
+	ModeReason string `json:"mode_reason,omitempty"` // "revert: every patch applies in reverse ..."
+
+	// What the input was and what the list added (lab run --series, or a
+	// lab's series given as a path): all optional.
+	Kind        string `json:"kind,omitempty"`  // folder, mbox, mail or diff (series.Open's kinds)
+	Input       string `json:"input,omitempty"` // the path given; "-" for standard input
+	InputSHA256 string `json:"input_sha256,omitempty"`
+	Version     int    `json:"version,omitempty"` // 2 for [PATCH v2 n/m]
+	RFC         bool   `json:"rfc,omitempty"`
+	Cover       *Cover `json:"cover,omitempty"`       // the cover letter, kept apart, never applied
+	BaseCommit  string `json:"base_commit,omitempty"` // the series' base-commit: line
+	// Base says what lab did with BaseCommit: the git commit it built
+	// from, or why a tarball cannot check it.
+	Base  string   `json:"base,omitempty"`
+	Notes []string `json:"notes,omitempty"` // what reading the input skipped or found beside it
+}
+
+// Cover is a series' cover letter, patch 0/M.
+type Cover struct {
+	Subject    string `json:"subject"` // without its [PATCH v2 0/M] tag
+	Version    int    `json:"version"`
+	Total      int    `json:"total"` // the patches it announces
+	Author     string `json:"author,omitempty"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	Origin     string `json:"origin,omitempty"` // where it was: "FILE mail 1", or b4's .cover
+	MailSHA256 string `json:"mail_sha256,omitempty"`
 }
 
 // Patch is one patch file.
@@ -113,6 +147,24 @@ type Patch struct {
 	Name    string `json:"file"`
 	Subject string `json:"subject"`
 	SHA256  string `json:"sha256"`
+
+	// What the list said of it (optional: older files and series folders
+	// read by name lack them).
+	Author string `json:"author,omitempty"`
+	Number int    `json:"number,omitempty"` // N of [PATCH N/M]
+	Total  int    `json:"total,omitempty"`  // M
+	// Trailers are recorded, not applied: git am keeps them in the
+	// commit message.
+	Trailers   []Trailer `json:"trailers,omitempty"`
+	MailSHA256 string    `json:"mail_sha256,omitempty"` // of the mail as it was in the input
+	Origin     string    `json:"origin,omitempty"`      // where the mail was: "FILE mail 3"
+}
+
+// Trailer is one "Key: value" line at the end of a commit message:
+// Acked-by, Reviewed-by, Link, ...
+type Trailer struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Host is the machine the run happened on.

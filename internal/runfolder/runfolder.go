@@ -18,6 +18,11 @@ const (
 	ReportDir   = "report"       // every report format, remade by lab report from ResultsFile alone
 	TableFile   = "table.txt"    // the table the terminal showed, without colour
 	BootsDir    = "boots"        // one folder a boot: console log, agent records
+	// LabFile and SeriesDir are the lab a run was given without a file of
+	// its own (lab run --series) and its series' patch files, beside it:
+	// lab run RUN/lab.yaml repeats the run.
+	LabFile   = "lab.yaml"
+	SeriesDir = "series"
 )
 
 // Folder is one run's folder.
@@ -31,6 +36,12 @@ func (f Folder) Report() string { return filepath.Join(f.Dir, ReportDir) }
 
 // Table is the path of the terminal table.
 func (f Folder) Table() string { return filepath.Join(f.Dir, TableFile) }
+
+// Lab is the path of the run's lab.yaml.
+func (f Folder) Lab() string { return filepath.Join(f.Dir, LabFile) }
+
+// Series is the folder of the series' patch files.
+func (f Folder) Series() string { return filepath.Join(f.Dir, SeriesDir) }
 
 // Log is the path of a log the run writes beside its results
 // ("build-x86_64-patched.log").
