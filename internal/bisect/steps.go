@@ -10,7 +10,6 @@ import (
 	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/runfolder"
-	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/variant"
@@ -18,21 +17,23 @@ import (
 
 // seriesSteps: step k is the source with the first k patches of the series.
 func (b *bisector) seriesSteps(ctx context.Context) error {
-	ser, err := series.Load(b.lab.SeriesDir())
+	ser, err := b.lab.OpenSeries()
 	if err != nil {
 		return err
 	}
-	commits, err := b.tree.Variants(ctx, ser, b.lab.Mode)
+	defer ser.Close()
+	res, err := b.tree.ResolveSeries(ctx, ser, b.lab.Mode) // mode auto: the mode the series goes on in
 	if err != nil {
 		return err
 	}
-	b.run.Series = results.Series{Name: ser.Name, Mode: b.lab.Mode, Hash: ser.Hash(), Variants: commits}
+	commits, mode := res.Commits, res.Mode
+	b.run.Series = results.Series{Name: ser.Name, Mode: mode, Hash: ser.Hash(), Variants: commits, ModeAsked: b.lab.Mode, ModeReason: res.Why}
 	for _, p := range ser.Patches {
 		b.run.Series.Patches = append(b.run.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
 	}
 	n := len(ser.Patches)
 	var at []string // the commit of each step
-	if b.lab.Mode == spec.ModeRevert {
+	if mode == spec.ModeRevert {
 		// The source has the series; lab reverted it last patch first:
 		// base, -pN, -pN-1, ..., -p1 (the baseline).
 		chain, err := b.tree.Chain(ctx, b.tree.BaseHash, commits.Baseline)
@@ -57,7 +58,7 @@ func (b *bisector) seriesSteps(ctx context.Context) error {
 		}
 		at = append([]string{b.tree.BaseHash}, chain...)
 	}
-	b.run.Bisect.Range = fmt.Sprintf("series %s (%s mode, %d patches)", ser.Name, b.lab.Mode, n)
+	b.run.Bisect.Range = fmt.Sprintf("series %s (%s mode, %d patches)", ser.Name, mode, n)
 	b.steps = []results.BisectStep{{Index: 0, Name: "baseline", Subject: "the source without the series", Commit: at[0], SameAs: -1}}
 	for k, p := range ser.Patches {
 		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: p.Name, Subject: p.Subject, Commit: at[k+1], SameAs: -1})

@@ -440,7 +440,7 @@ func TestGitTreeSource(t *testing.T) {
 	e2e(t)
 	ctx := context.Background()
 	lab := smallLab(t, "x86_64")
-	ser, err := series.Load(lab.SeriesDir())
+	ser, err := series.Load(lab.SeriesPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,8 +60,9 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	opt.NoBuild = f.NoBuild.V
 	switch f.Sandbox.V {
 	case "", "auto":
-		// A series from outside lab's own checkout is someone else's code.
-		opt.Sandbox = opt.Lab != nil && !within(opt.Lab.Root, root)
+		// A lab or a series from outside lab's own checkout is someone
+		// else's code (a series from standard input too).
+		opt.Sandbox = opt.Lab != nil && (!within(opt.Lab.Root, root) || !within(seriesFrom(opt), root))
 	case "on":
 		opt.Sandbox = true
 	case "off":
@@ -89,8 +90,24 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	return nil
 }
 
-// within reports whether dir is root or below it.
+// seriesFrom is where the run's series came from: the path given on the
+// command line ("" for standard input), or the lab's.
+func seriesFrom(opt *Options) string {
+	switch {
+	case opt.Series == nil:
+		return opt.Lab.SeriesPath()
+	case opt.Series.Input == "-":
+		return ""
+	}
+	abs, _ := filepath.Abs(opt.Series.Input)
+	return abs
+}
+
+// within reports whether dir is root or below it ("" is not).
 func within(dir, root string) bool {
+	if dir == "" {
+		return false
+	}
 	rel, err := filepath.Rel(root, dir)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -12,7 +12,6 @@ import (
 
 	"lab/internal/kbuild"
 	"lab/internal/results"
-	"lab/internal/series"
 	"lab/internal/spec"
 )
 
@@ -26,15 +25,16 @@ import (
 // series and the config fragments, by content.
 func manifestKey(lab *spec.Lab, archName string) (string, error) {
 	h := sha256.New()
-	data, err := os.ReadFile(lab.Path)
+	data, err := labText(lab)
 	if err != nil {
 		return "", fmt.Errorf("manifest: %w", err)
 	}
 	fmt.Fprintf(h, "lab %x\narch %s\nmode %s\n", sha256.Sum256(data), archName, lab.Mode)
-	ser, err := series.Load(lab.SeriesDir())
+	ser, err := lab.OpenSeries()
 	if err != nil {
 		return "", err
 	}
+	ser.Close()
 	fmt.Fprintf(h, "series %s\n", ser.Hash())
 	frags := lab.Fragments(archName)
 	for _, f := range frags {
@@ -47,6 +47,18 @@ func manifestKey(lab *spec.Lab, archName string) (string, error) {
 	src := lab.Source
 	fmt.Fprintf(h, "source %s %s %s\n", src.Tarball, src.Git, src.Base)
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// labText is what identifies the lab: its file, or for a lab made without
+// one (lab run --series) the lab written out, without the path of its
+// series (a temporary folder: the series' content counts, by its hash).
+func labText(lab *spec.Lab) ([]byte, error) {
+	if lab.Path != "" {
+		return os.ReadFile(lab.Path)
+	}
+	l := *lab
+	l.Series = ""
+	return l.YAML("")
 }
 
 // manifest is one arch's part of Artifacts.

@@ -167,29 +167,45 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	return art, nil
 }
 
-// variants loads the lab's series and makes the two variants' commits.
+// variants makes the two variants' commits of the run's series (see
+// Runner.series), in the lab's mode or, for mode auto, the one the series
+// goes on in, and records the series and why that mode.
 func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts) (*series.Series, variant.Pair[string], error) {
 	lab := r.lab
-	var commits variant.Pair[string]
-	ser, err := series.Load(lab.SeriesDir())
+	ser, done, err := r.series()
 	if err != nil {
-		return nil, commits, err
+		return nil, variant.Pair[string]{}, err
 	}
+	defer done()
 	for _, n := range ser.Notes {
 		r.logf("series: %s", n)
 	}
+	if lab.BaseNote != "" {
+		r.logf("base: %s", lab.BaseNote)
+	}
+	var res source.Resolution
 	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {
-		commits, err = tree.Variants(ctx, ser, lab.Mode)
+		res, err = tree.ResolveSeries(ctx, ser, lab.Mode)
 		return err
 	})
 	if err != nil {
-		return nil, commits, err
+		return nil, res.Commits, err
 	}
-	art.Series = results.Series{Name: ser.Name, Mode: lab.Mode, Hash: ser.Hash(), Variants: commits}
-	for _, p := range ser.Patches {
-		art.Series.Patches = append(art.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
+	r.logf("mode %s", res.Why)
+	art.Series = RecordSeries(ser, lab, res)
+	return ser, res.Commits, nil
+}
+
+// series is the run's series: the one the caller opened (Options.Series),
+// or the lab's, opened here; done closes what this opened.
+func (r *Runner) series() (ser *series.Series, done func(), err error) {
+	if r.opt.Series != nil {
+		return r.opt.Series, func() {}, nil
 	}
-	return ser, commits, nil
+	if ser, err = r.lab.OpenSeries(); err != nil {
+		return nil, nil, err
+	}
+	return ser, func() { ser.Close() }, nil
 }
 
 // initramfs builds (or finds) the image for a, with the guest tools' files.

@@ -3,6 +3,8 @@ package run
 import (
 	"lab/internal/kbuild"
 	"lab/internal/results"
+	"lab/internal/series"
+	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/vm"
 )
@@ -28,6 +30,32 @@ func RecordClaims(cs []spec.Claim) []results.Claim {
 	for _, c := range cs {
 		out = append(out, results.Claim{Benchmark: c.Benchmark, Producers: c.Producers, Direction: c.Direction,
 			Min: c.Min, Scaling: c.Scaling, Note: c.Note})
+	}
+	return out
+}
+
+// RecordSeries is the series as results.json records it: its patches,
+// the mode the variants were made in (res) and why, what the input was and
+// what the list added (the cover letter, the base-commit and what the lab
+// did with it, each patch's author and trailers).
+func RecordSeries(s *series.Series, lab *spec.Lab, res source.Resolution) results.Series {
+	out := results.Series{Name: s.Name, Mode: res.Mode, Hash: s.Hash(), Variants: res.Commits,
+		ModeAsked: lab.Mode, ModeReason: res.Why, Kind: s.Kind, Input: s.Input, InputSHA256: s.InputSHA256,
+		RFC: s.RFC, BaseCommit: s.BaseCommit, Base: lab.BaseNote, Notes: s.Notes}
+	if s.Kind != "" {
+		out.Version = s.Version // Load, which reads no list, leaves it 0
+	}
+	if c := s.Cover; c != nil {
+		out.Cover = &results.Cover{Subject: c.Subject, Version: c.Version, Total: c.Total, Author: c.Author,
+			BaseCommit: c.BaseCommit, Origin: c.Origin, MailSHA256: c.MailSHA256}
+	}
+	for _, p := range s.Patches {
+		rp := results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256, Author: p.Author, Number: p.Number,
+			Total: p.Total, MailSHA256: p.MailSHA256, Origin: p.Origin}
+		for _, t := range p.Trailers {
+			rp.Trailers = append(rp.Trailers, results.Trailer{Key: t.Key, Value: t.Value})
+		}
+		out.Patches = append(out.Patches, rp)
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/runfolder"
+	"lab/internal/series"
 	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/variant"
@@ -52,6 +53,18 @@ type Options struct {
 	// Sandbox builds in a bubblewrap namespace: no network, the host
 	// read-only but for the build and ccache directories.
 	Sandbox bool
+	// Series is the run's series when the caller opened it (lab run
+	// --series reads it, from standard input too, before the run has a
+	// folder); nil: the run opens the lab's. The caller closes it.
+	Series *series.Series
+	// SaveLab writes the lab into the run folder (lab.yaml, with
+	// LabHeader as its comment) and the series' patch files beside it
+	// (series/), for a lab that has no file of its own or a series that
+	// was given on the command line: results.json's repeat is then lab
+	// run RUN/lab.yaml with RepeatFlags.
+	SaveLab     bool
+	LabHeader   string
+	RepeatFlags []string
 }
 
 // expectedResults is how many results a boot of job sends: one per
@@ -158,6 +171,11 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	if data, err := os.ReadFile(lab.Path); err == nil {
 		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
 	}
+	if opt.SaveLab {
+		if err := r.saveLab(); err != nil {
+			return r.run, r.dir, err
+		}
+	}
 	slots := opt.Shard.Pick(shard.Order(len(plans), lab.Matrix.Boots, variants))
 	if opt.BuildOnly {
 		slots = nil
@@ -208,6 +226,39 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 		}
 		return e
 	}
+	return nil
+}
+
+// saveLab writes the series' patch files (series/) and the lab (lab.yaml,
+// its series: ./series) into the run folder, and records lab.yaml as the
+// run's lab file and lab run lab.yaml as the command that repeats it.
+func (r *Runner) saveLab() error {
+	f := r.folder()
+	ser, done, err := r.series()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := series.Open(ser.Dir, nil, f.Series()); err != nil {
+		return fmt.Errorf("keep the series in the run folder: %w", err)
+	}
+	saved := *r.lab
+	saved.Series = "./" + runfolder.SeriesDir
+	header := r.opt.LabHeader
+	if header != "" {
+		header += "\n"
+	}
+	header += "repeat the run: lab run " + f.Lab()
+	data, err := saved.YAML(header)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.Lab(), data, 0o644); err != nil {
+		return fmt.Errorf("keep the lab in the run folder: %w", err)
+	}
+	r.run.LabFile, r.run.LabSHA256 = f.Lab(), fmt.Sprintf("%x", sha256.Sum256(data))
+	r.run.Repeat = append([]string{"lab", "run", f.Lab()}, r.opt.RepeatFlags...)
+	r.logf("lab: %s (series: %s)", f.Lab(), f.Series())
 	return nil
 }
 

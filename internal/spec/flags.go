@@ -30,6 +30,7 @@ type Flags struct {
 	Threads    flagval.Int
 	NoControls flagval.Bool
 	Tools      flagval.Strings
+	Mode       flagval.String
 }
 
 // RegisterFlags adds the lab overrides to fs.
@@ -50,6 +51,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Threads, "threads", "threads per core (default 1)")
 	fs.Var(&f.Memory, "memory", "guest memory, e.g. 2G")
 	fs.Var(&f.Pin, "pin", "pin vCPU threads to host CPUs: auto (when a host CPU is left over), on or off")
+	fs.Var(&f.Mode, "mode", "which side the series is on: apply (the source lacks it), revert (the source has it) or auto (lab tries both)")
 	fs.Var(&f.Tools, "tools", "guest tools that measure each benchmark again beside the agent, comma-separated (bpf-bench: the kernel's own bench)")
 }
 
@@ -115,6 +117,9 @@ func (f *Flags) Apply(lab *Lab) error {
 	}
 	if f.Tools.IsSet() {
 		lab.Tools = f.Tools.V
+	}
+	if f.Mode.IsSet() {
+		lab.Mode = f.Mode.V
 	}
 	if err := lab.Validate(); err != nil {
 		var se *Error

