@@ -155,6 +155,10 @@ func exitCases() []exitCase {
 		{"build", exitcode.Interrupted, "SIGINT", ends(sigint, "build", stop)},
 		{"build", exitcode.Terminated, "SIGTERM", ends(sigterm, "build", stop)},
 
+		{"new", exitcode.OK, "a series kept", exitNew},
+		{"new", exitcode.Failed, "no such series", drive(bg, "new", "mine", "--series", "/nonexistent/v2.mbx")},
+		{"new", exitcode.Usage, "no --series", drive(bg, "new", "mine")},
+
 		{"bisect", exitcode.Found, "a culprit", ends(bg, "bisect", outcome(bisect.Found))},
 		{"bisect", exitcode.Found, "--each", ends(bg, "bisect", outcome(bisect.Attributed))},
 		{"bisect", exitcode.Failed, "no lab file", drive(bg, "bisect", noSuchLab)},

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,7 @@ import (
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/runfolder"
+	"lab/internal/series"
 	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/version"
@@ -34,6 +36,8 @@ import (
 
 const usage = `usage:
   lab run LAB.yaml [flags]     build, boot and measure baseline against patched
+  lab run --series PATH        the same for a series (an mbox, a folder, a patch, - for stdin), no lab file needed
+  lab new NAME --series PATH   keep a series as labs/NAME.yaml and patches/NAME/
   lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
   lab build LAB.yaml [flags]   build every kernel and initramfs of a run into the cache, boot nothing
   lab plan LAB.yaml --shards N the units of a run spread over N hosts: --json, or --emit github|k8s|slurm
@@ -79,11 +83,13 @@ type command struct {
 
 // invocation is one command line: the positional arguments after the flags
 // are parsed, the whole line as typed (a run records it as its
-// reproducer), and where output goes.
+// reproducer), where input comes from (lab run --series -) and where
+// output goes.
 type invocation struct {
-	args []string
-	raw  []string
-	out  io.Writer
+	args  []string
+	raw   []string
+	stdin io.Reader
+	out   io.Writer
 }
 
 func commands() []command {
@@ -91,6 +97,7 @@ func commands() []command {
 		{"run", "build, boot and measure", runCommand},
 		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
 		{"build", "build a run's kernels and initramfs", buildCommand},
+		{"new", "keep a series as a lab", newCommand},
 		{"plan", "cut a run into build, boot shards and merge", planCommand},
 		{"submit", "submit a run to Slurm", submitCommand},
 		{"merge", "make one run of shards", mergeCommand},
@@ -105,6 +112,11 @@ func commands() []command {
 // runMain runs one command line and returns its exit code, one of the
 // exitcode table's for that command.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runMainIn(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runMainIn is runMain reading standard input from stdin.
+func runMainIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
 		fmt.Fprint(stderr, usage)
 		return int(exitcode.Usage)
@@ -144,7 +156,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// run, 2 would blame the commit: Documented makes it 128.)
 			return int(exitcode.Documented(table, exitcode.Usage))
 		}
-		err = do(ctx, invocation{args: pos, raw: args, out: stdout})
+		err = do(ctx, invocation{args: pos, raw: args, stdin: stdin, out: stdout})
 		if err != nil {
 			fmt.Fprintln(stderr, "lab:", err)
 		}
@@ -257,67 +269,125 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func buildCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
+	var ser flagval.String
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
+	registerSeries(fs, &ser)
 	return func(ctx context.Context, inv invocation) error {
-		if len(inv.args) != 1 {
-			return usagef("build takes one lab file, got %d", len(inv.args))
-		}
 		if runFlags.NoBuild.IsSet() || runFlags.Shard.IsSet() {
 			return usagef("build: --no-build and --shard are for lab run")
 		}
-		opt, err := runOptions(inv, &labFlags, &runFlags)
+		opt, done, err := runOptions(inv, fs, &labFlags, &runFlags, &ser)
 		if err != nil {
 			return err
 		}
+		defer done()
 		opt.BuildOnly = true
 		_, dir, err := run.Run(ctx, opt)
 		if err == nil {
-			fmt.Fprintf(inv.out, "built; boot with: lab run %s --no-build --cache %s\nbuild record: %s\n", inv.args[0], opt.CacheDir, dir)
+			lab := inv.args
+			if opt.SaveLab {
+				lab = []string{runfolder.Folder{Dir: dir}.Lab()}
+			}
+			fmt.Fprintf(inv.out, "built; boot with: lab run %s --no-build --cache %s\nbuild record: %s\n", lab[0], opt.CacheDir, dir)
 		}
 		return err
 	}
 }
 
-// runOptions loads the lab file with the flags applied and makes the run's
-// options.
-func runOptions(inv invocation, labFlags *spec.Flags, runFlags *run.Flags) (run.Options, error) {
-	lab, err := spec.Load(inv.args[0])
+// registerSeries adds --series to a command that runs a lab.
+func registerSeries(fs *flag.FlagSet, ser *flagval.String) {
+	fs.Var(ser, "series", "the series to run (replaces the lab file's; without a lab file lab makes the lab, prints it and keeps it in the run folder): "+
+		"a series folder, an mbox (b4 am's .mbx, with its .cover beside it), one mail, a diff, or - for standard input")
+}
+
+// runOptions loads the lab file with the flags applied, or with --series
+// and no lab file makes the lab (spec.Default), and makes the run's
+// options. The series of --series is opened (and checked) first, before
+// anything is written; done closes it once the run is over.
+func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, ser *flagval.String) (opt run.Options, done func(), err error) {
+	command := strings.TrimPrefix(fs.Name(), "lab ")
+	switch n := len(inv.args); {
+	case ser.IsSet() && n > 1:
+		return opt, nil, usagef("%s --series takes at most one lab file, got %d", command, n)
+	case !ser.IsSet() && n != 1:
+		return opt, nil, usagef("%s takes one lab file, got %d (or --series PATH, and a lab file or none)", command, n)
+	}
+	var lab *spec.Lab
+	var s *series.Series
+	done = func() {}
+	if ser.IsSet() {
+		if s, err = series.Open(ser.V, inv.stdin, ""); err != nil {
+			return opt, nil, err
+		}
+		done = func() { s.Close() }
+		defer func() {
+			if err != nil {
+				s.Close()
+			}
+		}()
+	}
+	var header string
+	switch {
+	case s == nil:
+		lab, err = spec.Load(inv.args[0])
+	case len(inv.args) == 1:
+		lab, err = spec.LoadWith(inv.args[0], s)
+		header = fmt.Sprintf("%s with --series %s: %s", inv.args[0], ser.V, seriesWords(s))
+	default:
+		host := spec.ReadHost()
+		host.KVMArch = kvmArch(runFlags.Accel.V)
+		lab, err = spec.Default(labName(s), s, host)
+		header = fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, ser.V, shapeWords(host), seriesWords(s))
+	}
 	if err != nil {
-		return run.Options{}, err
+		return opt, nil, err
 	}
 	if err := labFlags.Apply(lab); err != nil {
-		return run.Options{}, err
+		return opt, nil, err
 	}
 	root, err := initramfs.FindModuleRoot(lab.Root)
 	if err != nil {
-		return run.Options{}, err
+		return opt, nil, err
 	}
-	opt := run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
+	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
+	if s != nil {
+		opt.Series, opt.SaveLab, opt.LabHeader, opt.RepeatFlags = s, true, header, repeatFlags(fs, inv.raw[1:])
+	}
 	if err := runFlags.Apply(&opt, root); err != nil {
-		return run.Options{}, usageError{err.Error()}
+		return opt, nil, usageError{err.Error()}
 	}
-	return opt, nil
+	if s != nil && len(inv.args) == 0 {
+		// The lab lab made: shown before anything runs, as the run
+		// folder will keep it.
+		shown := *lab
+		shown.Series = runfolder.SeriesRef
+		text, err := shown.YAML(header)
+		if err != nil {
+			return opt, nil, err
+		}
+		fmt.Fprintf(inv.out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesDir, text)
+	}
+	return opt, done, nil
 }
 
 func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
 	var gates report.GateFlags
-	var junit flagval.String
+	var junit, ser flagval.String
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
 	gates.RegisterFlags(fs)
+	registerSeries(fs, &ser)
 	fs.Var(&junit, "junit", "also write the report as JUnit XML to this file (a case per row and per claim)")
 	return func(ctx context.Context, inv invocation) error {
-		args, out := inv.args, inv.out
-		if len(args) != 1 {
-			return usagef("run takes one lab file, got %d", len(args))
-		}
-		opt, err := runOptions(inv, &labFlags, &runFlags)
+		out := inv.out
+		opt, done, err := runOptions(inv, fs, &labFlags, &runFlags, &ser)
 		if err != nil {
 			return err
 		}
+		defer done()
 		res, dir, err := run.Run(ctx, opt)
 		if err != nil && res != nil && dir != "" {
 			if ctx.Err() != nil {

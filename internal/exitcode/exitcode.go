@@ -65,7 +65,7 @@ const BisectRun = "bisect --run"
 
 // Commands are lab's commands as the table names them.
 func Commands() []string {
-	return []string{"run", "build", "bisect", BisectRun, "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "help"}
+	return []string{"run", "build", "new", "bisect", BisectRun, "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "help"}
 }
 
 // Entry is one row of the table: a code as some commands mean it.

@@ -20,6 +20,10 @@ type Document struct {
 	Claims    []verdict.ClaimResult `json:"claims,omitempty"`
 	Caveats   []string              `json:"caveats,omitempty"`
 	Generator string                `json:"generator"` // lab version that wrote the report
+	// Header are lines every report shows on top: for a series from a
+	// mailing list (an mbox, a mail, a diff) or run in mode auto, what it
+	// is, the mode lab chose and why, and what it did with the base-commit.
+	Header []string `json:"header,omitempty"`
 }
 
 // RunInfo is one run's provenance and reproducer.
@@ -32,6 +36,8 @@ type RunInfo struct {
 	Reproducer string         `json:"reproducer"`
 	Source     results.Source `json:"source"`
 	Series     string         `json:"series"`
+	SeriesMode string         `json:"series_mode,omitempty"` // the mode and why: "revert: every patch applies in reverse ..."
+	SeriesBase string         `json:"series_base,omitempty"` // what lab did with the series' base-commit
 	Patches    []string       `json:"patches"`
 	Kernels    []string       `json:"kernels"`
 	Host       string         `json:"host"`
@@ -47,7 +53,26 @@ func Build(r *results.Run, dir, generator string) *Document {
 	d.Tables = verdict.Tables(r)
 	d.Claims = verdict.CheckClaims(r.Claims, d.Tables)
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
+	d.Header = seriesHeader(r.Series)
 	return d
+}
+
+// seriesHeader is the Header of a run of series s: none for a series
+// folder run in the lab's own mode (the lab names it).
+func seriesHeader(s results.Series) []string {
+	listed := s.Kind != "" && s.Kind != "folder"
+	auto := s.ModeAsked != "" && s.ModeAsked != s.Mode
+	if !listed && !auto {
+		return nil
+	}
+	out := []string{"series: " + SeriesTitle(s)}
+	if auto {
+		out = append(out, fmt.Sprintf("mode %s: %s", s.ModeAsked, s.ModeReason))
+	}
+	if s.Base != "" {
+		out = append(out, "base: "+s.Base)
+	}
+	return out
 }
 
 // BuildCompare sets variant v of run a (as "baseline") against the same
@@ -88,11 +113,21 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 
 func runInfo(r *results.Run, dir, role string) RunInfo {
 	ri := RunInfo{Role: role, Dir: dir, RunID: r.RunID, LabVersion: r.LabVersion, Complete: r.Complete,
-		Source: r.Source, Series: fmt.Sprintf("%s (%s, sha256 %s)", r.Series.Name, r.Series.Mode, short(r.Series.Hash)),
+		Source: r.Source, Series: seriesProvenance(r.Series), SeriesBase: r.Series.Base,
 		Host: fmt.Sprintf("%s, %d CPUs, Linux %s", r.Host.CPUModel, r.Host.CPUs, r.Host.Kernel)}
+	if r.Series.ModeAsked != "" && r.Series.ModeAsked != r.Series.Mode {
+		ri.SeriesMode = fmt.Sprintf("mode %s: %s", r.Series.ModeAsked, r.Series.ModeReason)
+	}
 	ri.Reproducer = Reproducer(r)
 	for _, p := range r.Series.Patches {
-		ri.Patches = append(ri.Patches, fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, short(p.SHA256)))
+		line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, short(p.SHA256))
+		if p.Author != "" {
+			line += ", by " + p.Author
+		}
+		for _, t := range p.Trailers {
+			line += "; " + t.Key + ": " + t.Value
+		}
+		ri.Patches = append(ri.Patches, line)
 	}
 	for _, k := range r.Kernels {
 		ri.Kernels = append(ri.Kernels, fmt.Sprintf("%s/%s: %s, key %s, .config sha256 %s", k.Arch, k.Variant, k.Info.Release, short(k.Info.Key), short(k.Info.ConfigSHA256)))
@@ -124,10 +159,87 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 	return ri
 }
 
+// SeriesTitle names a series as the list did, with what lab read it from:
+// "[PATCH v2 0/2] uprobes: two common case speed ups (v2, 2 patches, b4
+// mbox, base-commit 1b8f85defbc8)"; a series folder read by name (and any
+// record older than the series' kind) is its name.
+func SeriesTitle(s results.Series) string {
+	title, parts := seriesTitle(s)
+	if len(parts) == 0 {
+		return title
+	}
+	return fmt.Sprintf("%s (%s)", title, strings.Join(parts, ", "))
+}
+
+// seriesTitle is the title and what SeriesTitle puts in brackets after it.
+func seriesTitle(s results.Series) (string, []string) {
+	if s.Kind == "" {
+		return s.Name, nil
+	}
+	tag := func(n, m int) string {
+		t := "PATCH"
+		if s.RFC {
+			t = "RFC " + t
+		}
+		if s.Version > 1 {
+			t += fmt.Sprintf(" v%d", s.Version)
+		}
+		if m > 0 {
+			t += fmt.Sprintf(" %d/%d", n, m)
+		}
+		return "[" + t + "]"
+	}
+	title := s.Name
+	switch {
+	case s.Cover != nil:
+		title = tag(0, s.Cover.Total) + " " + s.Cover.Subject
+	case len(s.Patches) > 0 && s.Kind != "folder":
+		title = tag(s.Patches[0].Number, s.Patches[0].Total) + " " + s.Patches[0].Subject
+	}
+	var parts []string
+	if s.Version > 1 {
+		parts = append(parts, fmt.Sprintf("v%d", s.Version))
+	}
+	if n := len(s.Patches); n == 1 {
+		parts = append(parts, "1 patch")
+	} else {
+		parts = append(parts, fmt.Sprintf("%d patches", n))
+	}
+	kind := map[string]string{"folder": "series folder", "mbox": "mbox", "mail": "one mail", "diff": "bare diff"}[s.Kind]
+	if s.Kind == "mbox" && s.Cover != nil && strings.HasSuffix(s.Cover.Origin, ".cover") {
+		kind = "b4 mbox" // b4 am writes the cover letter beside the mbox
+	}
+	if s.Input == "-" {
+		kind += " from standard input"
+	}
+	if kind != "" {
+		parts = append(parts, kind)
+	}
+	if s.BaseCommit != "" {
+		parts = append(parts, "base-commit "+short(s.BaseCommit))
+	}
+	return title, parts
+}
+
+// seriesProvenance is the series' line in a report's provenance: its
+// title, the mode its variants were made in and its hash.
+func seriesProvenance(s results.Series) string {
+	title, parts := seriesTitle(s)
+	parts = append(parts, fmt.Sprintf("%s, sha256 %s", s.Mode, short(s.Hash)))
+	if s.Kind == "" {
+		return fmt.Sprintf("%s (%s)", title, parts[len(parts)-1])
+	}
+	return fmt.Sprintf("%s (%s; %s)", title, strings.Join(parts[:len(parts)-1], ", "), parts[len(parts)-1])
+}
+
 // Reproducer is the command that makes the same run again: lab's version
-// checked out, then the recorded command line.
+// checked out, then the recorded command line, or the command that
+// repeats a run whose series the command line gave (results.Run.Repeat).
 func Reproducer(r *results.Run) string {
 	cmd := shellJoin(r.Command)
+	if len(r.Repeat) > 0 {
+		cmd = shellJoin(r.Repeat)
+	}
 	if strings.HasPrefix(cmd, "lab ") {
 		cmd = "./" + cmd
 	}

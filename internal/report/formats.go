@@ -76,6 +76,12 @@ func Markdown(d *Document) string {
 func Lead(d *Document) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", d.Title)
+	for _, h := range d.Header {
+		fmt.Fprintf(&b, "- %s\n", h)
+	}
+	if len(d.Header) > 0 {
+		b.WriteString("\n")
+	}
 	for _, t := range d.Tables {
 		fmt.Fprintf(&b, "%s\n\n", Headline(t))
 	}
@@ -102,6 +108,12 @@ func writeProvenance(b *strings.Builder, r RunInfo, bullet, code string) {
 	fmt.Fprintf(b, "%slab version %s; complete: %v\n", bullet, r.LabVersion, r.Complete)
 	fmt.Fprintf(b, "%skernel source: Linux %s, %s (base commit %s)\n", bullet, r.Source.Version, r.Source.Desc, short(r.Source.Commit))
 	fmt.Fprintf(b, "%sseries: %s\n", bullet, r.Series)
+	if r.SeriesMode != "" {
+		fmt.Fprintf(b, "%s  %s\n", bullet, r.SeriesMode)
+	}
+	if r.SeriesBase != "" {
+		fmt.Fprintf(b, "%s  base: %s\n", bullet, r.SeriesBase)
+	}
 	for _, p := range r.Patches {
 		fmt.Fprintf(b, "%s  patch %s\n", bullet, p)
 	}
@@ -141,6 +153,9 @@ func evidence(c verdict.ClaimResult) string {
 func Plain(d *Document) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", Wrap(d.Title, 80, ""))
+	for _, h := range d.Header {
+		b.WriteString(Wrap(h, 80, "  ") + "\n")
+	}
 	views := Views(d)
 	for _, v := range views {
 		b.WriteString("\n" + Wrap(v.Headline, 80, "  ") + "\n")
@@ -243,6 +258,9 @@ func JSON(d *Document) ([]byte, error) {
 // each table; color marks significant changes (only on a terminal).
 func Text(d *Document, color bool) string {
 	var b strings.Builder
+	for _, h := range d.Header {
+		b.WriteString(h + "\n")
+	}
 	views := Views(d)
 	for _, v := range views {
 		b.WriteString(v.Headline + "\n")

@@ -200,7 +200,8 @@ code { font-size: 85%; word-break: break-all; }
 .verdict { font-weight: bold; }
 </style></head><body>
 <h1>{{.Doc.Title}}</h1>
-{{range .Views}}<p class="headline">{{.Headline}}</p>
+{{if .Doc.Header}}<ul>{{range .Doc.Header}}<li>{{.}}</li>{{end}}</ul>
+{{end}}{{range .Views}}<p class="headline">{{.Headline}}</p>
 {{end}}
 {{if .Doc.Claims}}<h2>{{.ClaimsLine}}</h2>
 <table><tr><th>claim</th><th>verdict</th><th>evidence</th></tr>
@@ -225,7 +226,7 @@ code { font-size: 85%; word-break: break-all; }
 <li>run {{.RunID}} ({{.Dir}}), {{.Role}}; lab version {{.LabVersion}}; complete: {{.Complete}}</li>
 <li>reproduce: <code>{{.Reproducer}}</code></li>
 <li>kernel source: Linux {{.Source.Version}}, {{.Source.Desc}}</li>
-<li>series: {{.Series}}<ul>{{range .Patches}}<li>{{.}}</li>{{end}}</ul></li>
+<li>series: {{.Series}}<ul>{{if .SeriesMode}}<li>{{.SeriesMode}}</li>{{end}}{{if .SeriesBase}}<li>base: {{.SeriesBase}}</li>{{end}}{{range .Patches}}<li>{{.}}</li>{{end}}</ul></li>
 <li>kernels<ul>{{range .Kernels}}<li>{{.}}</li>{{end}}</ul></li>
 <li>host: {{.Host}}</li>
 {{range .QEMU}}<li>{{.}}</li>{{end}}

@@ -192,7 +192,8 @@ func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts
 		return nil, res.Commits, err
 	}
 	r.logf("mode %s", res.Why)
-	art.Series = RecordSeries(ser, lab, res)
+	art.Series = RecordSeries(ser, res)
+	art.Series.ModeAsked, art.Series.Base = lab.Mode, lab.BaseNote
 	return ser, res.Commits, nil
 }
 

@@ -35,13 +35,14 @@ func RecordClaims(cs []spec.Claim) []results.Claim {
 }
 
 // RecordSeries is the series as results.json records it: its patches,
-// the mode the variants were made in (res) and why, what the input was and
-// what the list added (the cover letter, the base-commit and what the lab
-// did with it, each patch's author and trailers).
-func RecordSeries(s *series.Series, lab *spec.Lab, res source.Resolution) results.Series {
+// the mode the variants were made in (res: none yet when zero) and why,
+// what the input was and what the list added (the cover letter, the
+// base-commit, each patch's author and trailers). What the lab asked
+// (ModeAsked) and did with the base-commit (Base) are the caller's.
+func RecordSeries(s *series.Series, res source.Resolution) results.Series {
 	out := results.Series{Name: s.Name, Mode: res.Mode, Hash: s.Hash(), Variants: res.Commits,
-		ModeAsked: lab.Mode, ModeReason: res.Why, Kind: s.Kind, Input: s.Input, InputSHA256: s.InputSHA256,
-		RFC: s.RFC, BaseCommit: s.BaseCommit, Base: lab.BaseNote, Notes: s.Notes}
+		ModeReason: res.Why, Kind: s.Kind, Input: s.Input, InputSHA256: s.InputSHA256,
+		RFC: s.RFC, BaseCommit: s.BaseCommit, Notes: s.Notes}
 	if s.Kind != "" {
 		out.Version = s.Version // Load, which reads no list, leaves it 0
 	}

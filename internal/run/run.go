@@ -243,7 +243,7 @@ func (r *Runner) saveLab() error {
 		return fmt.Errorf("keep the series in the run folder: %w", err)
 	}
 	saved := *r.lab
-	saved.Series = "./" + runfolder.SeriesDir
+	saved.Series = runfolder.SeriesRef
 	header := r.opt.LabHeader
 	if header != "" {
 		header += "\n"

@@ -23,6 +23,8 @@ const (
 	// lab run RUN/lab.yaml repeats the run.
 	LabFile   = "lab.yaml"
 	SeriesDir = "series"
+	// SeriesRef is lab.yaml's series: (a path from lab.yaml's folder).
+	SeriesRef = "./" + SeriesDir
 )
 
 // Folder is one run's folder.

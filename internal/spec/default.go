@@ -61,10 +61,14 @@ func Default(name string, s *series.Series, h Host) (*Lab, error) {
 		m.Arch, m.CPUs, m.Producers = []string{a.Name}, powersUpTo(top), powersUpTo(top)
 		m.ClipProducers, m.Boots, m.Measure = true, DefaultBootsWall, MeasureWall
 	}
+	root := FindRoot("")
+	if !exists(filepath.Join(root, "kernel-config")) {
+		return nil, errors.New("no lab checkout (a folder with kernel-config/) at or above $LAB_ROOT, the working folder or the lab binary: run lab from its checkout, or set LAB_ROOT")
+	}
 	l := &Lab{
 		Name: name, Description: subjectOf(s), Series: s.Dir, Mode: ModeAuto, Config: []string{"common.config"},
 		Source: Source{Tarball: DefaultTarball, Package: DefaultPackage},
-		Matrix: m, Root: FindRoot(""), host: h,
+		Matrix: m, Root: root, host: h,
 	}
 	if err := l.Validate(); err != nil {
 		return nil, err

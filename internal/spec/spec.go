@@ -206,6 +206,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.File == "" { // a lab lab made (Default), which has no file
+		return e.Msg
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
