@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"lab/internal/kbuild"
 	"lab/internal/results"
@@ -21,15 +22,15 @@ import (
 // on a cluster need neither the kernel source nor a compiler, only the
 // shared cache.
 
-// manifestKey identifies a lab's build for one arch: the lab file, the
-// series and the config fragments, by content.
+// manifestKey identifies a lab's build for one arch by what the build
+// takes, by content: the source, the series and its mode, the config
+// fragments and the guest tools. Not the lab file itself: its boots,
+// shapes and benchmarks change no build, and a lab lab run --series made
+// is built from one lab (without a file) and booted from the lab.yaml its
+// run folder keeps (lab run RUN/lab.yaml --no-build).
 func manifestKey(lab *spec.Lab, archName string) (string, error) {
 	h := sha256.New()
-	data, err := labText(lab)
-	if err != nil {
-		return "", fmt.Errorf("manifest: %w", err)
-	}
-	fmt.Fprintf(h, "lab %x\narch %s\nmode %s\n", sha256.Sum256(data), archName, lab.Mode)
+	fmt.Fprintf(h, "arch %s\nmode %s\ntools %s\n", archName, lab.Mode, strings.Join(lab.Tools, ","))
 	ser, err := lab.OpenSeries()
 	if err != nil {
 		return "", err
@@ -40,25 +41,13 @@ func manifestKey(lab *spec.Lab, archName string) (string, error) {
 	for _, f := range frags {
 		d, err := os.ReadFile(f)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("manifest: %w", err)
 		}
 		fmt.Fprintf(h, "fragment %s %x\n", filepath.Base(f), sha256.Sum256(d))
 	}
 	src := lab.Source
 	fmt.Fprintf(h, "source %s %s %s\n", src.Tarball, src.Git, src.Base)
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
-}
-
-// labText is what identifies the lab: its file, or for a lab made without
-// one (lab run --series) the lab written out, without the path of its
-// series (a temporary folder: the series' content counts, by its hash).
-func labText(lab *spec.Lab) ([]byte, error) {
-	if lab.Path != "" {
-		return os.ReadFile(lab.Path)
-	}
-	l := *lab
-	l.Series = ""
-	return l.YAML("")
 }
 
 // manifest is one arch's part of Artifacts.
