@@ -1,3 +1,7 @@
+// Package report lays out what package verdict judged: the same cells for
+// the terminal, Markdown, 80 columns, CSV, JSON, one HTML page with charts,
+// JUnit and Go benchmark files. It shows only figures a run measured and
+// judges nothing itself.
 package report
 
 import (
