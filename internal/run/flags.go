@@ -36,7 +36,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Only, "only", "boot only this variant (baseline or patched): for soak and debugging runs")
 	fs.Var(&f.Shard, "shard", "K/N: boot only this shard's pairs of boots (0 <= K < N); lab merge makes one run of the shards")
 	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
-	fs.Var(&f.Sandbox, "sandbox", "build in a bubblewrap namespace (no network, read-only host): auto (when the lab and its series come from outside lab's checkout), on or off")
+	fs.Var(&f.Sandbox, "sandbox", "build in a bubblewrap namespace (no network, read-only host): auto (when the lab or its series comes from outside lab's checkout, or from standard input), on or off")
 	fs.Var(&f.Parallel, "parallel", "boots at once (default: the host's CPUs under icount; 1 under the wall clock, where lab run takes more with a caveat and lab bisect refuses it)")
 }
 
