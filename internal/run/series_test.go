@@ -208,3 +208,29 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 		})
 	}
 }
+
+// --sandbox auto builds a series from outside lab's checkout, or from
+// standard input, in a sandbox: someone else's code.
+func TestSandboxAutoForASeries(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		series *series.Series // nil: the lab's own
+		lab    string         // the lab's series:
+		want   bool
+	}{
+		{nil, "uprobe-srcu", false},
+		{nil, "/elsewhere/v2.mbx", true},
+		{&series.Series{Input: filepath.Join(root, "patches", "x")}, "", false},
+		{&series.Series{Input: "/home/dev/Downloads/v2.mbx"}, "", true},
+		{&series.Series{Input: "-"}, "", true},
+	} {
+		var f Flags
+		opt := Options{Lab: &spec.Lab{Root: root, Series: tc.lab}, Series: tc.series}
+		if err := f.Apply(&opt, root); err != nil {
+			t.Fatal(err)
+		}
+		if opt.Sandbox != tc.want {
+			t.Errorf("series %+v, lab's %q: sandbox %v, want %v", tc.series, tc.lab, opt.Sandbox, tc.want)
+		}
+	}
+}
