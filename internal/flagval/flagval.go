@@ -5,6 +5,7 @@ package flagval
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,25 @@ func (d *Duration) Set(v string) error {
 		return fmt.Errorf("negative")
 	}
 	d.V = x
+	return nil
+}
+
+// Float is a number flag: a finite one (NaN and Inf are refused).
+type Float struct {
+	once
+	V float64
+}
+
+func (f *Float) String() string { return strconv.FormatFloat(f.V, 'g', -1, 64) }
+func (f *Float) Set(v string) error {
+	if err := f.mark(); err != nil {
+		return err
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("%q is not a number", v)
+	}
+	f.V = x
 	return nil
 }
 

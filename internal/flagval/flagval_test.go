@@ -18,6 +18,7 @@ func TestValues(t *testing.T) {
 		s  Strings
 		b  Bool
 		st = String{V: "default"}
+		f  Float
 	)
 	fs.Var(&n, "n", "")
 	fs.Var(&d, "d", "")
@@ -25,8 +26,12 @@ func TestValues(t *testing.T) {
 	fs.Var(&s, "s", "")
 	fs.Var(&b, "b", "")
 	fs.Var(&st, "st", "")
-	if err := fs.Parse([]string{"-n", "0", "-d", "0", "-l", "1,2", "-s", "a,b", "-b"}); err != nil {
+	fs.Var(&f, "f", "")
+	if err := fs.Parse([]string{"-n", "0", "-d", "0", "-l", "1,2", "-s", "a,b", "-b", "-f", "0.05"}); err != nil {
 		t.Fatal(err)
+	}
+	if !f.IsSet() || f.V != 0.05 {
+		t.Errorf("f %+v", f)
 	}
 	if !n.IsSet() || n.V != 0 || !d.IsSet() || d.V != 0 || len(l.V) != 2 || len(s.V) != 2 || !b.V || st.IsSet() || st.V != "default" {
 		t.Errorf("n %+v d %+v l %+v s %+v b %+v st %+v", n, d, l, s, b, st)
@@ -41,6 +46,9 @@ func TestValues(t *testing.T) {
 		{[]string{"-d", "3"}, "not a duration"},
 		{[]string{"-l", "1,,2"}, "not a whole number"},
 		{[]string{"-s", "a,"}, "empty item"},
+		{[]string{"-f", "x"}, "not a number"},
+		{[]string{"-f", "NaN"}, "not a number"},
+		{[]string{"-f", "1", "-f", "2"}, "given twice"},
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -48,6 +56,8 @@ func TestValues(t *testing.T) {
 		var d Duration
 		var l Ints
 		var s Strings
+		var f Float
+		fs.Var(&f, "f", "")
 		fs.Var(&n, "n", "")
 		fs.Var(&d, "d", "")
 		fs.Var(&l, "l", "")
