@@ -1,0 +1,308 @@
+package historyreport
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"lab/internal/history"
+)
+
+// The cells every format lays out: what lab history lists, what lab history
+// detect prints and the report's tables, each computed once here.
+
+// Title names a group: lab, line, guest shape, accelerator and clock, host
+// class.
+func (g Group) Title() string {
+	return fmt.Sprintf("%s · %s · %s · %s %s · %s", g.Lab, lineName(g.Variant), shapeText(g.Arch, g.CPUs, g.Topology), g.Accel, g.Clock, g.HostClass)
+}
+
+// lineName is what a series follows: a variant of lab run, or the commits
+// of a branch and of bisects.
+func lineName(variant string) string {
+	if variant == "" {
+		return "commits"
+	}
+	return variant
+}
+
+func shapeText(arch string, cpus int, topology string) string {
+	s := fmt.Sprintf("%s %d vCPU", arch, cpus)
+	if cpus > 1 {
+		s += "s"
+	}
+	// The plain shape, one socket of single-thread cores, goes without
+	// saying.
+	if topology != fmt.Sprintf("sockets=1,clusters=1,cores=%d,threads=1", cpus) {
+		s += " (" + topology + ")"
+	}
+	return s
+}
+
+// RowName is a series' benchmark row as the tables show it.
+func RowName(k history.SeriesKey) string {
+	s := k.Benchmark
+	if k.Tool != "" {
+		s += " (" + k.Tool + ")"
+	}
+	s += fmt.Sprintf(" p%d", k.Producers)
+	if k.Metric != history.MetricRate {
+		s += " " + k.Metric
+	}
+	return s
+}
+
+// MetricName is a series' row as one word, as LKP and Otava name metrics:
+// benchmark[.tool].pN.metric.
+func MetricName(k history.SeriesKey) string {
+	parts := []string{k.Benchmark}
+	if k.Tool != "" {
+		parts = append(parts, k.Tool)
+	}
+	return strings.Join(append(parts, fmt.Sprintf("p%d", k.Producers), k.Metric), ".")
+}
+
+// unit says what a metric's figures are, as the tables print them.
+func unit(metric string) string {
+	if metric == history.MetricScaling {
+		return "rate(P)/rate(1)"
+	}
+	return "M/s"
+}
+
+// value prints a figure: a rate in M/s, a ratio as it is.
+func value(metric string, v float64) string {
+	if metric == history.MetricScaling {
+		return fmt.Sprintf("%.4f", v)
+	}
+	return fmt.Sprintf("%.5f", v/1e6)
+}
+
+// meanText is a level's mean, ± its boots' sd when it has several.
+func meanText(metric string, l Level) string {
+	if len(l.Values) < 2 {
+		return value(metric, l.Mean)
+	}
+	return value(metric, l.Mean) + " ± " + value(metric, l.SD)
+}
+
+// Short is a commit's first 12 digits, as the kernel's mails write it.
+func Short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// Label names a level: its commit, or its run when the commit is unknown.
+func (l Level) Label() string {
+	if l.Commit != "" {
+		return Short(l.Commit)
+	}
+	return "run " + l.RunID
+}
+
+// runText is a level's run and kind.
+func (l Level) runText() string {
+	if l.Kind == history.KindRun {
+		return l.RunID
+	}
+	return l.RunID + " (" + l.Kind + ")"
+}
+
+// pctText is a change in percent.
+func pctText(pct float64) string {
+	if math.IsInf(pct, 0) {
+		return fmt.Sprintf("%+v %%", pct)
+	}
+	return fmt.Sprintf("%+.3f %%", pct)
+}
+
+// pText is a p-value.
+func pText(p float64) string {
+	if p < 0.001 {
+		return fmt.Sprintf("%.1e", p)
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// verdictText says which way a change went.
+func (c Change) verdictText() string {
+	if c.Slower {
+		return "slower"
+	}
+	return "faster"
+}
+
+// mark is a change point as a level's row marks it.
+func (c Change) mark() string {
+	arrow := "▲"
+	if c.Slower {
+		arrow = "▼"
+	}
+	return fmt.Sprintf("%s %s %s, p %s", arrow, c.verdictText(), pctText(c.Pct), pText(c.P))
+}
+
+// Table is one table of cells under a title: the same for text, Markdown
+// and HTML.
+type Table struct {
+	Title string
+	Head  []string
+	Right []bool // right-aligned columns
+	Rows  [][]string
+	// Marked rows hold a change point (HTML colours them): "slower",
+	// "faster" or "".
+	Marked []string
+}
+
+// ListTables are lab history's listing: a table a group, a line a series.
+func (h *History) ListTables() []Table {
+	var out []Table
+	for _, g := range h.Groups() {
+		t := Table{Title: g.Title(), Head: []string{"row", "unit", "commits", "boots", "latest", "change points"},
+			Right: []bool{false, false, true, true, true, false}}
+		for _, s := range h.InGroup(g) {
+			last := s.Levels[len(s.Levels)-1]
+			t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), unit(s.Key.Metric), fmt.Sprint(len(s.Levels)),
+				fmt.Sprint(s.Boots()), meanText(s.Key.Metric, last), changesText(s)})
+			t.Marked = append(t.Marked, changesClass(s))
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func controlNote(s *Series) string {
+	if s.Control {
+		return " (control)"
+	}
+	return ""
+}
+
+func changesText(s *Series) string {
+	if len(s.Changes) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, c := range s.Changes {
+		parts = append(parts, fmt.Sprintf("%s at %s", pctText(c.Pct), s.Levels[c.Index].Label()))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func changesClass(s *Series) string {
+	class := ""
+	for _, c := range s.Changes {
+		if c.Slower {
+			return "slower"
+		}
+		class = "faster"
+	}
+	return class
+}
+
+// ChangeTables are lab history detect's answer: a table a group that has
+// change points, a line a change point.
+func (h *History) ChangeTables() []Table {
+	var out []Table
+	for _, g := range h.Groups() {
+		t := Table{Title: g.Title(), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", ""},
+			Right: []bool{false, false, false, true, true, true, false}}
+		for _, s := range h.InGroup(g) {
+			for _, c := range s.Changes {
+				b, a := s.Levels[c.Index-1], s.Levels[c.Index]
+				t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), b.Label() + " · " + b.runText(), a.Label() + " · " + a.runText(),
+					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), c.verdictText()})
+				t.Marked = append(t.Marked, c.verdictText())
+			}
+		}
+		if len(t.Rows) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// LevelTables are the report's tables: a table a group, a line a level of
+// each series, change points marked where the new level starts.
+func (h *History) LevelTables() []Table {
+	var out []Table
+	for _, g := range h.Groups() {
+		t := Table{Title: g.Title(), Head: []string{"row", "commit", "run", "boots", "value", "change point"},
+			Right: []bool{false, false, false, true, true, false}}
+		for _, s := range h.InGroup(g) {
+			for i, l := range s.Levels {
+				name := ""
+				if i == 0 {
+					name = RowName(s.Key) + controlNote(s) + " (" + unit(s.Key.Metric) + ")"
+				}
+				commit := Short(l.Commit)
+				if commit == "" {
+					commit = "—"
+				}
+				mark, class := "", ""
+				if c, ok := s.ChangeAt(i); ok {
+					mark, class = c.mark(), c.verdictText()
+				}
+				t.Rows = append(t.Rows, []string{name, commit, l.runText(), fmt.Sprint(len(l.Boots)), meanText(s.Key.Metric, l), mark})
+				t.Marked = append(t.Marked, class)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Summary is one line on what the change points amount to.
+func (h *History) Summary() string {
+	slower, faster := 0, 0
+	for _, f := range h.Changes() {
+		if f.Change.Slower {
+			slower++
+		} else {
+			faster++
+		}
+	}
+	levels, boots := 0, 0
+	for i := range h.Series {
+		levels += len(h.Series[i].Levels)
+		boots += h.Series[i].Boots()
+	}
+	s := fmt.Sprintf("%d series (%d levels, %d figures): ", len(h.Series), levels, boots)
+	switch {
+	case slower+faster == 0:
+		return s + "no change point"
+	case slower == 0:
+		return s + plural(faster, "change point") + ", each faster: no regression"
+	case faster == 0:
+		return s + plural(slower, "change point") + ", each slower: a regression"
+	}
+	return s + fmt.Sprintf("%s: %d slower (a regression), %d faster", plural(slower+faster, "change point"), slower, faster)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// detectNote says what counts as a change, for every format's footer.
+func (h *History) detectNote() string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, s := range h.Series {
+		if seen[s.Key.Clock] {
+			continue
+		}
+		seen[s.Key.Clock] = true
+		o := s.Options
+		p := fmt.Sprintf("%s: levels of at least %d commits, a change of at least %g %% at p < %g", s.Key.Clock, o.MinSegment, o.MinPct, o.MaxP)
+		if o.MinSigma > 0 {
+			p += fmt.Sprintf(" and %g sd", o.MinSigma)
+		}
+		parts = append(parts, p)
+	}
+	return "change points: E-divisive means with Welch's t-test over each series' levels (one a commit and run); " +
+		strings.Join(parts, "; ") + ". Slower: the figure went down (rates: higher is better)."
+}

@@ -1,0 +1,363 @@
+// Package historyreport reads lab's history (internal/history) as series of
+// levels, finds where each series moved (internal/changepoint) and writes
+// what people and other tools read: tables of every series, one offline
+// HTML page, a regression mail in the form of the kernel test robot's
+// (LKP), and exports to Apache Otava's CSV and Bencher's BMF JSON.
+//
+// A level is the boots of one commit in one run: the detector sees one
+// point a commit (their mean), as it expects, whatever the number of boots
+// a run gave it. A bisect's ends (recorded as its baseline and patched
+// boots) are commits of the line like its steps, so they join its steps'
+// series. Levels are in the history's order: along the branch where a
+// commit's place is known, else by run and boot.
+//
+// Everything is computed once (Load), then rendered to cells once, which
+// every format lays out.
+package historyreport
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"lab/internal/benchmark"
+	"lab/internal/changepoint"
+	"lab/internal/history"
+)
+
+// Options say what to read and how surely a change is reported.
+type Options struct {
+	// Lab is the one lab to read, or "" for every lab in the history.
+	Lab string
+	// MinPct is the least change of a level, in percent, that is reported;
+	// below 0, each clock's default (changepoint.ICount, changepoint.Wall).
+	MinPct float64
+}
+
+// History is the history as series of levels, each with its change points.
+type History struct {
+	Where  string // the store, as it names itself
+	Lab    string // the lab asked for, or ""
+	Series []Series
+}
+
+// Series is one series of the history: one benchmark row, shape, clock,
+// accelerator and host class of one lab.
+type Series struct {
+	Key     history.SeriesKey
+	Control bool // a control benchmark: no kernel change should move it
+	Levels  []Level
+	Options changepoint.Options // what detection used
+	Changes []Change
+}
+
+// Level is the boots of one commit in one run.
+type Level struct {
+	RunID, Kind   string
+	Commit        string // "" when the run did not record it
+	CommitSeq     int    // its place along the branch; 0: unknown
+	Started       time.Time
+	LabVersion    string
+	KernelKey     string
+	ImageSHA256   string
+	SourceID      string
+	KernelVersion string
+	Hosts         []string
+	Boots         []int
+	Values        []float64
+	Mean, SD      float64 // SD: 0 for one boot
+}
+
+// Change is a change point between two levels of a series.
+type Change struct {
+	changepoint.ChangePoint // Index: the first level of the new level
+	// Slower: the figure went down. Every figure lab keeps is a rate or a
+	// ratio of rates: higher is better, so down is a regression.
+	Slower bool
+}
+
+// Load reads every series of the history (of opt.Lab, when set) and finds
+// their change points. An unknown lab is an error naming those there are.
+func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) {
+	keys, err := s.SeriesKeys(ctx, opt.Lab)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 && opt.Lab != "" {
+		all, err := s.SeriesKeys(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("history %s: no lab %q in it (%s)", s, opt.Lab, labsText(all))
+	}
+	h := &History{Where: s.String(), Lab: opt.Lab}
+	points := map[history.SeriesKey][]history.Point{}
+	var order []history.SeriesKey
+	for _, k := range keys {
+		pts, err := s.Points(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pts {
+			line := k
+			if p.Kind == history.KindBisect {
+				// A bisect's ends are commits of the line it bisects,
+				// like its steps.
+				line.Variant = ""
+			}
+			if _, ok := points[line]; !ok {
+				order = append(order, line)
+			}
+			points[line] = append(points[line], p)
+		}
+	}
+	slices.SortFunc(order, compareKeys)
+	for _, k := range order {
+		pts := points[k]
+		slices.SortStableFunc(pts, comparePoints)
+		sr := Series{Key: k, Control: benchmark.IsControl(k.Benchmark), Levels: levels(pts), Options: detectOptions(k.Clock, opt.MinPct)}
+		sr.detect()
+		h.Series = append(h.Series, sr)
+	}
+	return h, nil
+}
+
+func labsText(keys []history.SeriesKey) string {
+	var labs []string
+	for _, k := range keys {
+		if !slices.Contains(labs, k.Lab) {
+			labs = append(labs, k.Lab)
+		}
+	}
+	if len(labs) == 0 {
+		return "it is empty"
+	}
+	return "it holds " + strings.Join(labs, ", ")
+}
+
+// detectOptions are the clock's defaults, with the least change the user
+// gave (minPct >= 0).
+func detectOptions(clock string, minPct float64) changepoint.Options {
+	o := changepoint.Wall()
+	if clock == history.ClockICount {
+		o = changepoint.ICount()
+	}
+	if minPct >= 0 {
+		o.MinPct = minPct
+	}
+	return o
+}
+
+// compareKeys orders series as the store lists them.
+func compareKeys(a, b history.SeriesKey) int {
+	return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs),
+		cmp.Compare(a.Topology, b.Topology), cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel),
+		cmp.Compare(a.HostClass, b.HostClass), cmp.Compare(a.Variant, b.Variant),
+		cmp.Compare(a.Benchmark, b.Benchmark), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Producers, b.Producers),
+		cmp.Compare(a.Metric, b.Metric))
+}
+
+// comparePoints is the store's order of points: along the branch where the
+// commit's place is known, then by the run's start, run and boot; within
+// a bisect, its good end first and its bad end last, the steps between
+// in the order measured (lab bisect --each measures them in order).
+func comparePoints(a, b history.Point) int {
+	seq := 0
+	switch {
+	case a.CommitSeq == b.CommitSeq:
+	case a.CommitSeq == 0:
+		seq = 1
+	case b.CommitSeq == 0:
+		seq = -1
+	default:
+		seq = cmp.Compare(a.CommitSeq, b.CommitSeq)
+	}
+	return cmp.Or(seq, a.Started.Compare(b.Started), cmp.Compare(a.RunID, b.RunID),
+		cmp.Compare(endRank(a), endRank(b)), cmp.Compare(a.Boot, b.Boot))
+}
+
+// endRank places a bisect's ends: its baseline (the good end) first, its
+// patched end last.
+func endRank(p history.Point) int {
+	if p.Kind != history.KindBisect {
+		return 0
+	}
+	switch p.Variant {
+	case "baseline":
+		return -1
+	case "patched":
+		return 1
+	}
+	return 0
+}
+
+// levels groups points by run and commit, in the order of each group's
+// first point.
+func levels(pts []history.Point) []Level {
+	type key struct{ run, commit string }
+	at := map[key]int{}
+	var out []Level
+	for _, p := range pts {
+		k := key{p.RunID, p.Commit}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, Level{RunID: p.RunID, Kind: p.Kind, Commit: p.Commit, CommitSeq: p.CommitSeq,
+				Started: p.Started, LabVersion: p.LabVersion, KernelKey: p.KernelKey, ImageSHA256: p.ImageSHA256,
+				SourceID: p.SourceID, KernelVersion: p.KernelVersion})
+		}
+		l := &out[i]
+		l.Boots = append(l.Boots, p.Boot)
+		l.Values = append(l.Values, p.Value)
+		if !slices.Contains(l.Hosts, p.HostName) {
+			l.Hosts = append(l.Hosts, p.HostName)
+		}
+	}
+	for i := range out {
+		out[i].Mean, out[i].SD = meanSD(out[i].Values)
+	}
+	return out
+}
+
+func meanSD(v []float64) (mean, sd float64) {
+	if len(v) == 0 {
+		return math.NaN(), 0
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	if len(v) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(v)-1))
+}
+
+// detect finds the series' change points over its levels' means.
+func (s *Series) detect() {
+	means := make([]float64, len(s.Levels))
+	for i, l := range s.Levels {
+		means[i] = l.Mean
+	}
+	s.Changes = nil
+	for _, c := range changepoint.Detect(means, s.Options) {
+		s.Changes = append(s.Changes, Change{ChangePoint: c, Slower: c.After < c.Before})
+	}
+}
+
+// ChangeAt is the change point whose new level starts at level i.
+func (s *Series) ChangeAt(i int) (Change, bool) {
+	for _, c := range s.Changes {
+		if c.Index == i {
+			return c, true
+		}
+	}
+	return Change{}, false
+}
+
+// Boots counts the series' boots.
+func (s *Series) Boots() int {
+	n := 0
+	for _, l := range s.Levels {
+		n += len(l.Boots)
+	}
+	return n
+}
+
+// Found is one change point of one series.
+type Found struct {
+	Series *Series
+	Change Change
+}
+
+// Before and After are the levels either side of the change.
+func (f Found) Before() Level { return f.Series.Levels[f.Change.Index-1] }
+func (f Found) After() Level  { return f.Series.Levels[f.Change.Index] }
+
+// Changes lists every change point of every series, in series order.
+func (h *History) Changes() []Found {
+	var out []Found
+	for i := range h.Series {
+		s := &h.Series[i]
+		for _, c := range s.Changes {
+			out = append(out, Found{Series: s, Change: c})
+		}
+	}
+	return out
+}
+
+// Outcome sums up the change points for CI.
+type Outcome int
+
+const (
+	NoChange    Outcome = iota // no change point
+	Regression                 // at least one figure went down
+	Improvement                // change points, every one a figure going up
+)
+
+// Outcome is what the change points amount to.
+func (h *History) Outcome() Outcome {
+	out := NoChange
+	for _, f := range h.Changes() {
+		if f.Change.Slower {
+			return Regression
+		}
+		out = Improvement
+	}
+	return out
+}
+
+// Labs are the labs of the history's series, in order.
+func (h *History) Labs() []string {
+	var out []string
+	for _, s := range h.Series {
+		if !slices.Contains(out, s.Key.Lab) {
+			out = append(out, s.Key.Lab)
+		}
+	}
+	return out
+}
+
+// Group is what series share when their figures come from the same boots:
+// every field of the key but the benchmark row's.
+type Group struct {
+	Lab, Variant, Arch, Topology, Clock, Accel, HostClass string
+	CPUs                                                  int
+}
+
+// GroupOf is the group of a series key.
+func GroupOf(k history.SeriesKey) Group {
+	return Group{Lab: k.Lab, Variant: k.Variant, Arch: k.Arch, CPUs: k.CPUs, Topology: k.Topology,
+		Clock: k.Clock, Accel: k.Accel, HostClass: k.HostClass}
+}
+
+// Groups lists the groups of the history's series, in series order.
+func (h *History) Groups() []Group {
+	var out []Group
+	for _, s := range h.Series {
+		if g := GroupOf(s.Key); !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// InGroup lists the series of one group.
+func (h *History) InGroup(g Group) []*Series {
+	var out []*Series
+	for i := range h.Series {
+		if GroupOf(h.Series[i].Key) == g {
+			out = append(out, &h.Series[i])
+		}
+	}
+	return out
+}
