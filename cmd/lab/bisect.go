@@ -51,6 +51,7 @@ type bisectFlags struct {
 	bench, good, bad, junit flagval.String
 	scaling, each, probe    flagval.Bool
 	claim, maxBoots         flagval.Int
+	history                 historyFlags
 }
 
 func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
@@ -72,6 +73,7 @@ func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.probe, "run", "judge the git source's HEAD against --good and --bad, for git bisect run (exit 0 good, 1 bad, 125 skip, 128 stop)")
 	fs.Var(&f.maxBoots, "max-boots", "wall clock: the most boots of one step before it is unclear (default 16)")
 	fs.Var(&f.junit, "junit", "also write JUnit XML to this file (a case per step)")
+	f.history.RegisterFlags(fs)
 }
 
 // options makes the bisect's options from the command line.
@@ -152,12 +154,17 @@ func (f *bisectFlags) bisect(ctx context.Context, inv invocation) error {
 	if err != nil {
 		return err
 	}
+	where, err := f.history.target(opt.ResultsDir)
+	if err != nil {
+		return err
+	}
 	res, dir, err := bisect.Run(ctx, opt)
 	if res != nil && dir != "" {
 		opt := publish.Options{ReportDir: runfolder.Folder{Dir: dir}.Report(), JUnitPath: f.junit.V, Out: inv.out, CI: true}
 		if werr := emitBisect(res, opt); werr != nil && err == nil {
 			err = werr
 		}
+		recordHistory(ctx, res, dir, where, inv.out, inv.errOut)
 	}
 	if err != nil {
 		return err // main tells the infrastructure's failures (5) from the rest

@@ -118,6 +118,22 @@ func submitWith(ctx context.Context, fail bool) func(t *testing.T) int {
 	}
 }
 
+// inHistory runs a lab history command line on the history made, OUT in
+// args a fresh folder.
+func inHistory(make func(t *testing.T) string, args ...string) func(t *testing.T) int {
+	return func(t *testing.T) int {
+		db := make(t)
+		return driveIn(context.Background(), append(args, "--history", db)...)(t)
+	}
+}
+
+// damagedHistory is a history file whose header is not SQLite's.
+func damagedHistory(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "history.db")
+	os.WriteFile(p, []byte("SQLite format 2\x00 and then nothing"), 0o644)
+	return p
+}
+
 func probed(verdict string) *results.Bisect {
 	return &results.Bisect{Outcome: bisect.Probed, Culprit: 1, Steps: []results.BisectStep{{Verdict: bisect.EndGood}, {Verdict: verdict}, {Verdict: bisect.EndBad}}}
 }
@@ -226,6 +242,20 @@ func exitCases() []exitCase {
 		{"host", exitcode.Failed, "--kvm " + foreign, drive(bg, "host", "--kvm", foreign)},
 		{"host", exitcode.Usage, "--kvm of no arch", drive(bg, "host", "--kvm", "sparc")},
 
+		{"history", exitcode.OK, "the series of the examples", inHistory(importedExamples, "history")},
+		{"history", exitcode.OK, "the examples imported", driveIn(bg, "history", "import", example, "--history", "OUT/h.db")},
+		{"history", exitcode.OK, "a report", inHistory(importedExamples, "history", "report", "--out", "OUT")},
+		{"history", exitcode.Failed, "a damaged history", inHistory(damagedHistory, "history")},
+		{"history", exitcode.Failed, "a folder that is not a run", driveIn(bg, "history", "import", notAResult, "--history", "OUT/h.db")},
+		{"history", exitcode.Usage, "no such subcommand", drive(bg, "history", "show")},
+		{"history", exitcode.Usage, "--history in no folder", drive(bg, "history", "import", example, "--history", "no-such-folder/h.db")},
+
+		{exitcode.HistoryDetect, exitcode.OK, "no change point", inHistory(importedExamples, "history", "detect")},
+		{exitcode.HistoryDetect, exitcode.Failed, "an unknown lab", inHistory(importedExamples, "history", "detect", "--lab", "nope")},
+		{exitcode.HistoryDetect, exitcode.Usage, "--out", drive(bg, "history", "detect", "--out", "x")},
+		{exitcode.HistoryDetect, exitcode.Slower, "a planted regression", inHistory(func(t *testing.T) string { return planted(t, -1) }, "history", "detect")},
+		{exitcode.HistoryDetect, exitcode.Improved, "a planted improvement", inHistory(func(t *testing.T) string { return planted(t, 1) }, "history", "detect")},
+
 		{"help", exitcode.OK, "the commands", drive(bg, "help")},
 		{"help", exitcode.OK, "exit codes", drive(bg, "help", "exit-codes")},
 		{"help", exitcode.OK, "a command's flags", drive(bg, "help", "bisect")},
@@ -268,7 +298,7 @@ func TestExitTableNamesTheCommands(t *testing.T) {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	names = append(names, "help", exitcode.BisectRun)
+	names = append(names, "help", exitcode.BisectRun, exitcode.HistoryDetect)
 	slices.Sort(names)
 	table := slices.Sorted(slices.Values(exitcode.Commands()))
 	if !slices.Equal(names, table) {

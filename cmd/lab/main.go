@@ -48,6 +48,9 @@ const usage = `usage:
   lab table RUN-DIR            print the report of a saved run again
   lab benchmarks               the guest benchmarks lab can run
   lab host [--kvm ARCH]        the accelerator each arch's guests get here, and why
+  lab history                  the series of every boot measured, across runs
+  lab history detect|report    where figures moved (exit 3: slower); reports, mails
+  lab history import RUN-DIR.. add saved runs to the history
   lab help COMMAND             a command's flags and exit codes
   lab help exit-codes          every exit code of every command
 `
@@ -86,10 +89,11 @@ type command struct {
 // reproducer), where input comes from (lab run --series -) and where
 // output goes.
 type invocation struct {
-	args  []string
-	raw   []string
-	stdin io.Reader
-	out   io.Writer
+	args   []string
+	raw    []string
+	stdin  io.Reader
+	out    io.Writer
+	errOut io.Writer // warnings that do not stop the command
 }
 
 func commands() []command {
@@ -106,6 +110,7 @@ func commands() []command {
 		{"table", "print a run's report", tableCommand},
 		{"benchmarks", "list the guest benchmarks", benchmarksCommand},
 		{"host", "what this host can run, and how", hostCommand},
+		{"history", "every boot measured: series, change points, reports", historyCommand},
 	}
 }
 
@@ -156,7 +161,7 @@ func runMainIn(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			// run, 2 would blame the commit: Documented makes it 128.)
 			return int(exitcode.Documented(table, exitcode.Usage))
 		}
-		err = do(ctx, invocation{args: pos, raw: args, stdin: stdin, out: stdout})
+		err = do(ctx, invocation{args: pos, raw: args, stdin: stdin, out: stdout, errOut: stderr})
 		if err != nil {
 			fmt.Fprintln(stderr, "lab:", err)
 		}
@@ -173,6 +178,9 @@ func tableName(name string, args []string) string {
 		return a == "--run" || a == "-run" || a == "--run=true" || a == "-run=true"
 	}) {
 		return exitcode.BisectRun
+	}
+	if name == "history" {
+		return historyTable(args)
 	}
 	return name
 }
@@ -379,6 +387,8 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
 	gates.RegisterFlags(fs)
+	var hist historyFlags
+	hist.RegisterFlags(fs)
 	registerSeries(fs, &ser)
 	fs.Var(&junit, "junit", "also write the report as JUnit XML to this file (a case per row and per claim)")
 	return func(ctx context.Context, inv invocation) error {
@@ -388,6 +398,10 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		defer done()
+		where, err := hist.target(opt.ResultsDir)
+		if err != nil {
+			return err
+		}
 		res, dir, err := run.Run(ctx, opt)
 		if err != nil && res != nil && dir != "" {
 			if ctx.Err() != nil {
@@ -402,6 +416,7 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		d := report.Build(res, dir, res.LabVersion)
 		folder := runfolder.Folder{Dir: dir}
 		perr := publishReport(d, res, publish.Options{ReportDir: folder.Report(), TablePath: folder.Table(), JUnitPath: junit.V, Out: out, CI: true})
+		recordHistory(ctx, res, dir, where, out, inv.errOut)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,10 @@ with a caveat naming it and its boots; --complete refuses it instead (exit 1).
 When a shard was run twice (resubmitted), the folder that is complete wins.
 Merging again into the same -o folder replaces the merge.
 
+The merged run's boots are added to the history: by default history.db in
+the results folder (results/ for -o results/LAB/RUN, else the folder -o is
+in); a boot a shard's run added already is not added again.
+
 Flags:
 `
 
@@ -39,10 +43,12 @@ func mergeCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var out, junit flagval.String
 	var complete flagval.Bool
 	var gates report.GateFlags
+	var hist historyFlags
 	fs.Var(&out, "o", "the merged run's folder (required): results.json, boots/, report/")
 	fs.Var(&complete, "complete", "refuse a missing or partial shard instead of merging with a caveat")
 	fs.Var(&junit, "junit", "also write the report as JUnit XML to this file")
 	gates.RegisterFlags(fs)
+	hist.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), mergeHelp)
 		fs.PrintDefaults()
@@ -62,10 +68,18 @@ func mergeCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if err != nil {
 			return err
 		}
+		// lab run's layout puts the history in the results folder:
+		// results/history.db for -o results/LAB/RUN.
+		where, err := hist.target(mergeResultsFolder(out.V, res.Run.Lab))
+		if err != nil {
+			return err
+		}
 		if err := merge.Write(res, out.V, shards); err != nil {
 			return err
 		}
-		return reportMerged(res, out.V, junit.V, &gates, inv.out)
+		err = reportMerged(res, out.V, junit.V, &gates, inv.out)
+		recordHistory(ctx, res.Run, out.V, where, inv.out, inv.errOut)
+		return err
 	}
 }
 

@@ -5,8 +5,10 @@
 // and Slurm templates take their numbers and words from here.
 //
 // 3 and 4 are read per command: the gates of run, merge, report and
-// compare (which judges no claims: 3 only), and bisect's outcomes. lab bisect --run speaks git bisect run's
-// language (0 good, 1 bad, 125 skip, 128 stop).
+// compare (which judges no claims: 3 only), bisect's outcomes, and what
+// lab history detect found (a regression; improvements only). lab bisect
+// --run speaks git bisect run's language (0 good, 1 bad, 125 skip, 128
+// stop).
 package exitcode
 
 import (
@@ -31,6 +33,9 @@ const (
 	Claims     Code = 4 // --require-claims of run, merge, report
 	NoChange   Code = 3 // lab bisect: the ends do not differ
 	Unclear    Code = 4 // lab bisect: no single culprit
+
+	Slower   Code = 3 // lab history detect: a figure went down
+	Improved Code = 4 // lab history detect: figures went up, none down
 
 	Infra Code = 5 // QEMU or the host failed, not the kernel
 
@@ -63,9 +68,13 @@ const (
 // run's, not lab bisect's.
 const BisectRun = "bisect --run"
 
+// HistoryDetect is lab history detect in the table: its 3 and 4 say what
+// it found. The other lab history commands are "history".
+const HistoryDetect = "history detect"
+
 // Commands are lab's commands as the table names them.
 func Commands() []string {
-	return []string{"run", "build", "new", "bisect", BisectRun, "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "help"}
+	return []string{"run", "build", "new", "bisect", BisectRun, "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "history", HistoryDetect, "help"}
 }
 
 // Entry is one row of the table: a code as some commands mean it.
@@ -84,12 +93,14 @@ func Table() []Entry {
 	stops := []string{"run", "build", "bisect", BisectRun, "submit"}
 	return []Entry{
 		{OK, "ok", "done as asked",
-			except("bisect", BisectRun), Answer},
+			except("bisect", BisectRun, HistoryDetect), Answer},
 		{Found, "found", "a culprit found (with --each: the change shared out patch by patch)",
 			[]string{"bisect"}, Answer},
 		{Good, "good", "HEAD is like the good end: git bisect marks it good",
 			[]string{BisectRun}, Answer},
-		{Failed, "failed", "lab failed, for the reason it printed: a bad lab file or run folder, a series that does not apply, " +
+		{OK, "none", "no change point in any series",
+			[]string{HistoryDetect}, Answer},
+		{Failed, "failed", "lab failed, for the reason it printed: a bad lab file, run folder or history, a series that does not apply, " +
 			"a kernel that does not build or that failed to boot (a panic, a hang, a wrong shape: the kernel's fault)",
 			except("benchmarks", "help", BisectRun), Futile},
 		{Failed, "no-kvm", "lab host --kvm ARCH: KVM cannot run that arch's guests here",
@@ -102,10 +113,14 @@ func Table() []Entry {
 			gates, Answer},
 		{NoChange, "no-change", "the ends do not differ: nothing to bisect",
 			[]string{"bisect"}, Answer},
+		{Slower, "regression", "a change point where a figure went down (slower: every figure is a rate, higher is better)",
+			[]string{HistoryDetect}, Answer},
 		{Claims, "claims", "--require-claims: a claim of the lab is not reproduced",
 			claims, Answer},
 		{Unclear, "unclear", "a range of suspects, an unclear step, or a figure that is not monotonic",
 			[]string{"bisect"}, Answer},
+		{Improved, "improvement", "change points, every one where a figure went up: no regression",
+			[]string{HistoryDetect}, Answer},
 		{Infra, "infrastructure", "not the kernel's fault: QEMU could not start or died, or the disk is full " +
 			"(lab run: when no failed boot was the kernel's fault; one that was makes it 1)",
 			[]string{"run", "build", "bisect", "merge"}, MayHelp},
@@ -196,10 +211,10 @@ func List(codes []Code, and string) string {
 func Help() string {
 	var b strings.Builder
 	b.WriteString("lab's exit codes, one table for every command. 3 and 4 are the gates of run,\n" +
-		"merge and report (compare has 3 only), and the outcomes of bisect; bisect\n" +
-		"--run speaks git bisect run's language. The rerun note is what a CI engine\n" +
-		"does: the Kubernetes template retries \"may succeed\" and fails the shard on\n" +
-		"\"fails again\".\n\n")
+		"merge and report (compare has 3 only), the outcomes of bisect and what\n" +
+		"history detect found; bisect --run speaks git bisect run's language. The\n" +
+		"rerun note is what a CI engine does: the Kubernetes template retries \"may\n" +
+		"succeed\" and fails the shard on \"fails again\".\n\n")
 	fmt.Fprintf(&b, " code  %-14s  %s\n", "name", "meaning (commands)")
 	b.WriteString(text(Table(), true))
 	return b.String()
@@ -208,7 +223,10 @@ func Help() string {
 // CommandHelp is the part of the table a command's help ends with.
 func CommandHelp(command string) string {
 	var b strings.Builder
-	for _, c := range []string{command, command + " --run"} {
+	for _, c := range Commands() {
+		if c != command && !strings.HasPrefix(c, command+" ") {
+			continue
+		}
 		if es := For(c); len(es) > 0 {
 			fmt.Fprintf(&b, "\nExit codes of lab %s:\n%s", c, text(es, false))
 		}

@@ -55,6 +55,7 @@ func TestStableNumbers(t *testing.T) {
 		{"bisect", 0, "found"}, {"bisect", 3, "no-change"}, {"bisect", 4, "unclear"}, {"bisect", 5, "infrastructure"},
 		{BisectRun, 0, "good"}, {BisectRun, 1, "bad"}, {BisectRun, 125, "skip"}, {BisectRun, 128, "stop"},
 		{"report", 3, "regression"}, {"report", 4, "claims"}, {"compare", 3, "regression"}, {"merge", 5, "infrastructure"}, {"host", 1, "failed"},
+		{HistoryDetect, 0, "none"}, {HistoryDetect, 3, "regression"}, {HistoryDetect, 4, "improvement"}, {"history", 1, "failed"},
 	} {
 		if e, ok := Lookup(tc.command, tc.code); !ok || e.Name != tc.name {
 			t.Errorf("lab %s exit %d: %q (%v), want %q", tc.command, tc.code, e.Name, ok, tc.name)
@@ -114,6 +115,12 @@ func TestHelp(t *testing.T) {
 	for _, w := range []string{"Exit codes of lab bisect:", "no-change", "Exit codes of lab bisect --run:", "125  skip"} {
 		if !strings.Contains(b, w) {
 			t.Errorf("bisect's help lacks %q:\n%s", w, b)
+		}
+	}
+	hd := CommandHelp("history")
+	for _, w := range []string{"Exit codes of lab history:", "Exit codes of lab history detect:", "4  improvement"} {
+		if !strings.Contains(hd, w) {
+			t.Errorf("history's help lacks %q:\n%s", w, hd)
 		}
 	}
 	r := CommandHelp("run")
