@@ -88,7 +88,7 @@ type Source struct {
 
 // Differs says how two runs' kernel sources differ, or "" when they are the
 // same source. Debian moves linux-source-6.12's point release under every
-// user: a change between runs built from 6.12.117 and 6.12.118 may be
+// user: a change between runs built from one point release and the next may be
 // Debian's update, not the series, and whoever compares them must be told.
 func (s Source) Differs(o Source) string {
 	switch {
