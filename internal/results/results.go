@@ -45,6 +45,11 @@ type Run struct {
 	Complete  bool          `json:"complete"` // false while running or after an interruption
 	Source    Source        `json:"source"`
 	Series    Series        `json:"series"`
+	// SeriesList is every series of a run of several (lab run --series
+	// v1.mbx --series v2.mbx): each its own kernel, named by its Variant,
+	// against one baseline (Series is then the first, for readers that
+	// know one). Empty for a run of one series.
+	SeriesList []Series `json:"series_list,omitempty"`
 	Matrix    Matrix        `json:"matrix"`
 	Host      Host          `json:"host"`
 	Kernels   []Kernel      `json:"kernels"`
@@ -64,6 +69,16 @@ type Run struct {
 	Shard *Shard `json:"shard,omitempty"`
 	// Merged is set when lab merge made the run from shards' folders.
 	Merged *Merged `json:"merged,omitempty"`
+}
+
+// SeriesVariants are the kernels of a run of several series in boot order
+// after the baseline; none for a run of one series.
+func (r *Run) SeriesVariants() []variant.Variant {
+	var out []variant.Variant
+	for _, s := range r.SeriesList {
+		out = append(out, s.Variant)
+	}
+	return out
 }
 
 // Merged is where a merged run's boots came from.
@@ -129,6 +144,9 @@ type Series struct {
 	// from, or why a tarball cannot check it.
 	Base  string   `json:"base,omitempty"`
 	Notes []string `json:"notes,omitempty"` // what reading the input skipped or found beside it
+	// Variant is the kernel of this series in a run of several (its
+	// Variants.Patched is that kernel's commit); "" in a run of one.
+	Variant variant.Variant `json:"variant,omitempty"`
 }
 
 // Cover is a series' cover letter, patch 0/M.

@@ -89,6 +89,16 @@ func checkIndexes(r *Run) error {
 
 // checkVariants refuses a boot of a variant the run does not have.
 func checkVariants(r *Run) error {
+	seen := map[variant.Variant]bool{}
+	for i, s := range r.SeriesList {
+		if _, err := variant.Name(string(s.Variant)); err != nil {
+			return fmt.Errorf("series_list[%d] (%s): %w", i, s.Name, err)
+		}
+		if seen[s.Variant] {
+			return fmt.Errorf("series_list[%d] (%s): variant %s names two series", i, s.Name, s.Variant)
+		}
+		seen[s.Variant] = true
+	}
 	have := r.variants()
 	for _, b := range r.Boots {
 		if b.Variant == "" && r.Bisect != nil {
@@ -97,7 +107,10 @@ func checkVariants(r *Run) error {
 		if b.Variant == "" {
 			return fmt.Errorf("boot %d has no variant: a run boots %s and %s", b.Index, variant.Baseline, variant.Patched)
 		}
-		if !slices.Contains(variant.Both, b.Variant) {
+		if len(r.SeriesList) > 0 && !slices.Contains(have, b.Variant) {
+			return fmt.Errorf("boot %d is of variant %q: this run of several series boots %s only", b.Index, b.Variant, variantList(have))
+		}
+		if len(r.SeriesList) == 0 && !slices.Contains(variant.Both, b.Variant) {
 			return fmt.Errorf("boot %d is of variant %q: a run boots %s and %s only", b.Index, b.Variant, variant.Baseline, variant.Patched)
 		}
 		if !slices.Contains(have, b.Variant) {
@@ -115,6 +128,9 @@ func checkVariants(r *Run) error {
 // the run made.
 func (r *Run) variants() []variant.Variant {
 	var out []variant.Variant
+	if len(r.SeriesList) > 0 {
+		return variant.Kernels(r.SeriesVariants())
+	}
 	only := r.only()
 	noCommits := r.Series.Variants == variant.Pair[string]{}
 	for _, v := range variant.Both {
@@ -149,6 +165,14 @@ func (r *Run) only() variant.Variant {
 		}
 	}
 	return ""
+}
+
+func variantList(vs []variant.Variant) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, string(v))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (r *Run) kernelList() string {
@@ -186,7 +210,7 @@ func checkSamples(r *Run) error {
 			}
 		}
 	}
-	for _, v := range append(slices.Clone(variant.Both), "") {
+	for _, v := range append(slices.Clone(variant.Kernels(r.SeriesVariants())), "") {
 		if n := delivered[v]; n > 0 && !counted[v] {
 			return fmt.Errorf("every sample of the %d %s boots that delivered is zero: a guest that ran counts something", n, variantName(v))
 		}

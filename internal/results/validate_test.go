@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,35 @@ func goodRun() *Run {
 // what no lab run writes, is refused with the file named and what is wrong
 // said, rather than reported as figures.
 func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
+	// multi makes the run one of two series, v1 and v2: the patched boots
+	// become v1's, and two boots of v2 are added.
+	multi := func(r *Run) {
+		r.SeriesList = []Series{{Name: "s", Variant: "v1"}, {Name: "s", Variant: "v2"}}
+		for i := range r.Boots {
+			if r.Boots[i].Variant == variant.Patched {
+				r.Boots[i].Variant = "v1"
+			}
+		}
+		var ks []Kernel
+		for _, k := range r.Kernels {
+			if k.Variant == variant.Patched {
+				k.Variant = "v1"
+				ks = append(ks, k)
+				k.Variant = "v2"
+			}
+			ks = append(ks, k)
+		}
+		r.Kernels = ks
+		for _, b := range r.Boots[:2] {
+			b.Index += len(r.Boots)
+			b.Variant = "v2"
+			b.Results = slices.Clone(b.Results)
+			for j := range b.Results {
+				b.Results[j].Samples = slices.Clone(b.Results[j].Samples)
+			}
+			r.Boots = append(r.Boots, b)
+		}
+	}
 	zero := func(r *Run, v variant.Variant) {
 		for i := range r.Boots {
 			if r.Boots[i].Variant != v {
@@ -79,6 +109,7 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 			r.Bisect = &Bisect{}
 			r.Boots = append(r.Boots, Boot{Index: 5, Arch: "x86_64", Results: r.Boots[0].Results})
 		}, ""},
+		{"a run of two series", func(r *Run) { multi(r) }, ""},
 
 		{"every sample zero", func(r *Run) { zero(r, variant.Baseline); zero(r, variant.Patched) }, "every sample of the 2 baseline boots that delivered is zero"},
 		{"every patched sample zero", func(r *Run) { zero(r, variant.Patched) }, "every sample of the 2 patched boots that delivered is zero"},
@@ -95,6 +126,10 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 		{"patched in a --only baseline run", func(r *Run) { r.Command = append(r.Command, "--only=baseline") }, "boot 2 is of patched, which this run does not have (it booted baseline only: --only baseline)"},
 		{"patched without a patched commit", func(r *Run) { r.Series.Variants.Patched = "" }, "boot 2 is of patched, which this run does not have (its series has no patched commit in variant_commits)"},
 		{"a kernel the run did not build", func(r *Run) { r.Boots[0].Arch = "arm64" }, "boot 1 is of the arm64 baseline kernel, which the run did not build (its kernels: x86_64 baseline, x86_64 patched)"},
+		{"a patched boot in a run of two series", func(r *Run) { multi(r); r.Boots[5].Variant = variant.Patched }, `boot 7 is of variant "patched": this run of several series boots baseline, v1, v2 only`},
+		{"two series of one name", func(r *Run) { multi(r); r.SeriesList[1].Variant = "v1" }, "series_list[1] (s): variant v1 names two series"},
+		{"a series named baseline", func(r *Run) { multi(r); r.SeriesList[0].Variant = "baseline" }, `series_list[0] (s): variant name "baseline"`},
+		{"every v2 sample zero", func(r *Run) { multi(r); zero(r, "v2") }, "every sample of the 2 v2 boots that delivered is zero"},
 		{"an index twice", func(r *Run) { r.Boots[2].Index = 2 }, "boot 2 is there twice"},
 		{"index 0", func(r *Run) { r.Boots[0].Index = 0 }, "a boot has index 0: boots are numbered from 1"},
 		{"a result without a benchmark", func(r *Run) { r.Boots[0].Results[1].Benchmark = "" }, "boot 1 (x86_64, baseline): a result names no benchmark"},
