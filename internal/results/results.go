@@ -39,25 +39,25 @@ type Run struct {
 	// read the series from standard input, or made the lab itself): lab
 	// run RUN/lab.yaml, the lab and series lab run --series saved in the
 	// run folder.
-	Repeat    []string      `json:"repeat,omitempty"`
-	Started   time.Time     `json:"started"`
-	Finished  time.Time     `json:"finished,omitzero"`
-	Complete  bool          `json:"complete"` // false while running or after an interruption
-	Source    Source        `json:"source"`
-	Series    Series        `json:"series"`
+	Repeat   []string  `json:"repeat,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Complete bool      `json:"complete"` // false while running or after an interruption
+	Source   Source    `json:"source"`
+	Series   Series    `json:"series"`
 	// SeriesList is every series of a run of several (lab run --series
 	// v1.mbx --series v2.mbx): each its own kernel, named by its Variant,
 	// against one baseline (Series is then the first, for readers that
 	// know one). Empty for a run of one series.
-	SeriesList []Series `json:"series_list,omitempty"`
-	Matrix    Matrix        `json:"matrix"`
-	Host      Host          `json:"host"`
-	Kernels   []Kernel      `json:"kernels"`
-	Initramfs []Initramfs   `json:"initramfs"`
-	Boots     []Boot        `json:"boots"`
-	Notes     []string      `json:"notes,omitempty"`
-	Claims    []Claim       `json:"claims,omitempty"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	SeriesList []Series      `json:"series_list,omitempty"`
+	Matrix     Matrix        `json:"matrix"`
+	Host       Host          `json:"host"`
+	Kernels    []Kernel      `json:"kernels"`
+	Initramfs  []Initramfs   `json:"initramfs"`
+	Boots      []Boot        `json:"boots"`
+	Notes      []string      `json:"notes,omitempty"`
+	Claims     []Claim       `json:"claims,omitempty"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
 	// Caveats are notes about the run as a whole that every report shows
