@@ -80,10 +80,11 @@ var migrations = []migration{
 			commit_id TEXT NOT NULL PRIMARY KEY,
 			seq BIGINT NOT NULL)`,
 	}},
+	{"culprits", []string{culpritsTable}},
 }
 
 // labTables are the tables the migrations make, besides schema_version.
-var labTables = []string{"runs", "boots", "figures", "commits"}
+var labTables = []string{"runs", "boots", "figures", "commits", "culprits"}
 
 // dialect is what differs between the two databases.
 type dialect struct {
