@@ -47,6 +47,8 @@ type Env interface {
 type Artifacts struct {
 	Source    results.Source
 	Series    results.Series
+	// SeriesList is each series of a run of several, with its variant.
+	SeriesList []results.Series
 	Kernels   []results.Kernel
 	Initramfs []results.Initramfs
 }
@@ -104,6 +106,9 @@ func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(r.opt.Several) > 0 {
+		return art, nil // a manifest records one series (checkSeveral refuses --no-build)
+	}
 	return art, saveManifests(r.opt.CacheDir, r.lab, art)
 }
 
@@ -130,7 +135,12 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		}
 	}
 
-	ser, commits, err := r.variants(ctx, tree, art)
+	var kernels []kernelOf
+	if len(r.opt.Several) > 0 {
+		kernels, err = r.severalVariants(ctx, tree, art)
+	} else {
+		kernels, err = r.pairVariants(ctx, tree, art)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -140,14 +150,17 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range variant.Both {
-			k, err := r.kernel(ctx, tree, a, v, commits.Get(v))
+		for _, ko := range kernels {
+			k, err := r.kernel(ctx, tree, a, ko.variant, ko.commit)
 			if err != nil {
-				return nil, blame(err, ser)
+				return nil, blame(err, ko.series)
 			}
 			art.Kernels = append(art.Kernels, k)
 		}
-		files, tools, err := r.guestTools(ctx, tree, a, commits.Patched, art.Kernels[len(art.Kernels)-1])
+		// The guest tools come from the last kernel: the patched one, or
+		// the last series of several (the newest version).
+		last := kernels[len(kernels)-1]
+		files, tools, err := r.guestTools(ctx, tree, a, last.commit, art.Kernels[len(art.Kernels)-1])
 		if err != nil {
 			return nil, err
 		}
@@ -165,6 +178,66 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// kernelOf is one kernel a run builds: its variant, commit, and the series
+// blamed when it does not compile.
+type kernelOf struct {
+	variant variant.Variant
+	commit  string
+	series  *series.Series
+}
+
+// pairVariants are the kernels of a run of one series: baseline, patched.
+func (r *Runner) pairVariants(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
+	ser, commits, err := r.variants(ctx, tree, art)
+	if err != nil {
+		return nil, err
+	}
+	var out []kernelOf
+	for _, v := range variant.Both {
+		out = append(out, kernelOf{variant: v, commit: commits.Get(v), series: ser})
+	}
+	return out, nil
+}
+
+// severalVariants are the kernels of a run of several series: the
+// baseline (source.ResolveSeveral says which and why) and each series
+// applied on it; each series is recorded with its variant.
+func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
+	var list []*series.Series
+	for _, n := range r.opt.Several {
+		list = append(list, n.Series)
+		for _, note := range n.Series.Notes {
+			r.logf("series %s: %s", n.Variant, note)
+		}
+	}
+	var res source.Several
+	err := r.step(fmt.Sprintf("patch: %d series, %s (mode %s)", len(list), variantWords(r.opt.kernels()[1:]), r.lab.Mode), func() (err error) {
+		res, err = tree.ResolveSeveral(ctx, list, r.lab.Mode)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.logf("baseline: %s", res.Why)
+	out := []kernelOf{{variant: variant.Baseline, commit: res.Baseline, series: list[0]}}
+	for i, n := range r.opt.Several {
+		rec := RecordSeries(n.Series, res.Each[i])
+		rec.ModeAsked, rec.Base, rec.Variant = r.lab.Mode, r.lab.BaseNote, n.Variant
+		art.SeriesList = append(art.SeriesList, rec)
+		out = append(out, kernelOf{variant: n.Variant, commit: res.Each[i].Commits.Patched, series: n.Series})
+		r.logf("%s: %s (%d patches) on the baseline", n.Variant, n.Series.Name, len(n.Series.Patches))
+	}
+	return out, nil
+}
+
+func variantWords(vs []variant.Variant) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, string(v))
+	}
+	return strings.Join(out, ", ")
 }
 
 // variants makes the two variants' commits of the run's series (see

@@ -57,6 +57,10 @@ type Options struct {
 	// --series reads it, from standard input too, before the run has a
 	// folder); nil: the run opens the lab's. The caller closes it.
 	Series *series.Series
+	// Several are the series of a run of several (lab run --series
+	// v1.mbx --series v2.mbx): the baseline and a kernel per series, named
+	// by its variant; Series is then nil. The caller closes them.
+	Several []NamedSeries
 	// SaveLab writes the lab into the run folder (lab.yaml, with
 	// LabHeader as its comment) and the series' patch files beside it
 	// (series/), for a lab that has no file of its own or a series that
@@ -65,6 +69,23 @@ type Options struct {
 	SaveLab     bool
 	LabHeader   string
 	RepeatFlags []string
+}
+
+// NamedSeries is one series of a run of several and the variant (its
+// kernel's name: "v2", "srcu") it is measured as.
+type NamedSeries struct {
+	Variant variant.Variant
+	Series  *series.Series
+}
+
+// kernels are the run's variants in boot order: baseline and patched, or
+// the baseline and each series of a run of several.
+func (o Options) kernels() []variant.Variant {
+	var names []variant.Variant
+	for _, n := range o.Several {
+		names = append(names, n.Variant)
+	}
+	return variant.Kernels(names)
 }
 
 // expectedResults is how many results a boot of job sends: one per
@@ -133,8 +154,13 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	r := &Runner{opt: opt, lab: lab, env: env, start: time.Now(), got: map[int]int{}}
 	r.rep = progress.New(opt.Out, r.start)
 	defer r.rep.Stop()
-	variants := variant.Both
-	if opt.Only != "" {
+	variants := opt.kernels()
+	if len(opt.Several) > 0 {
+		if err := checkSeveral(opt); err != nil {
+			return nil, "", err
+		}
+	}
+	if opt.Only != "" && len(opt.Several) == 0 {
 		v, err := variant.Parse(string(opt.Only))
 		if err != nil {
 			return nil, "", fmt.Errorf("--only: %w", err)
@@ -205,6 +231,10 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 		return err
 	}
 	r.run.Source, r.run.Series, r.run.Kernels, r.run.Initramfs = art.Source, art.Series, art.Kernels, art.Initramfs
+	r.run.SeriesList = art.SeriesList
+	if len(art.SeriesList) > 0 {
+		r.run.Series = art.SeriesList[0]
+	}
 	if err := r.save(); err != nil {
 		return err
 	}
@@ -259,6 +289,32 @@ func (r *Runner) saveLab() error {
 	r.run.LabFile, r.run.LabSHA256 = f.Lab(), fmt.Sprintf("%x", sha256.Sum256(data))
 	r.run.Repeat = append([]string{"lab", "run", f.Lab()}, r.opt.RepeatFlags...)
 	r.logf("lab: %s (series: %s)", f.Lab(), f.Series())
+	return nil
+}
+
+// checkSeveral refuses what a run of several series cannot do: names that
+// are not distinct variant names, and the options made for one series.
+func checkSeveral(opt Options) error {
+	seen := map[variant.Variant]bool{}
+	for _, n := range opt.Several {
+		if _, err := variant.Name(string(n.Variant)); err != nil {
+			return fmt.Errorf("series %s: %w", n.Series.Name, err)
+		}
+		if seen[n.Variant] {
+			return fmt.Errorf("two series are named %s: give each a distinct name", n.Variant)
+		}
+		seen[n.Variant] = true
+	}
+	switch {
+	case len(opt.Several) < 2:
+		return fmt.Errorf("a run of several series needs two or more, got %d", len(opt.Several))
+	case opt.Series != nil:
+		return fmt.Errorf("a run of several series has no single series")
+	case opt.Only != "":
+		return fmt.Errorf("--only: a run of several series boots every kernel")
+	case opt.NoBuild || opt.BuildOnly:
+		return fmt.Errorf("several series: lab build and --no-build take one series (the cache's manifests record one)")
+	}
 	return nil
 }
 

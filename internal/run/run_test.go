@@ -36,11 +36,14 @@ func (f *fakeEnv) Check(*spec.Lab, Options) error { return nil }
 func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	art := &Artifacts{Source: results.Source{Desc: "fake", Version: "6.12.117"}}
 	for _, a := range r.lab.Matrix.Arch {
-		for _, v := range variant.Both {
+		for _, v := range r.opt.kernels() {
 			art.Kernels = append(art.Kernels, results.Kernel{Arch: a, Variant: v,
 				Info: results.Build{Image: fmt.Sprintf("/fake/%s-%s", a, v)}})
 		}
 		art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a, Path: "/fake/initrd-" + a})
+	}
+	for _, n := range r.opt.Several {
+		art.SeriesList = append(art.SeriesList, results.Series{Name: n.Series.Name, Variant: n.Variant, Mode: "apply"})
 	}
 	return art, nil
 }
