@@ -45,12 +45,12 @@ type Env interface {
 
 // Artifacts are what the boots need, with their provenance.
 type Artifacts struct {
-	Source    results.Source
-	Series    results.Series
+	Source results.Source
+	Series results.Series
 	// SeriesList is each series of a run of several, with its variant.
 	SeriesList []results.Series
-	Kernels   []results.Kernel
-	Initramfs []results.Initramfs
+	Kernels    []results.Kernel
+	Initramfs  []results.Initramfs
 }
 
 // Kernel returns the kernel built for arch and v.

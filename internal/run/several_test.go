@@ -35,7 +35,9 @@ func severalOptions(t *testing.T, names ...variant.Variant) Options {
 // A run of several series boots the baseline and every series' kernel in
 // turn, round after round, and records each series with its variant.
 func TestRunSeveralSeries(t *testing.T) {
-	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) { return goodOutcome(c, rateOf(c)), nil }}
+	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) {
+		return goodOutcome(c, rateOf(c)), nil
+	}}
 	res, dir, err := runImpl(context.Background(), severalOptions(t, "v1", "v2"), tcgHost(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -89,4 +91,3 @@ func TestRunSeveralRefuses(t *testing.T) {
 		})
 	}
 }
-
