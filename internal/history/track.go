@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"lab/internal/results"
 )
 
 // culpritsTable is schema step 2: what bisecting a change point found,
@@ -104,6 +106,10 @@ type Where struct {
 	HostCPUModel string
 	HostCPUs     int
 }
+
+// Topology is a boot's guest topology as the history writes it: a
+// SeriesKey's and a Where's.
+func Topology(b results.Boot) string { return topologyOf(b) }
 
 // Measured maps each commit the history has a delivered boot of, in the
 // shape and on the host of w, to its kernel image's sha256.

@@ -1,0 +1,529 @@
+package track
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"lab/internal/bisect"
+	"lab/internal/gitcmd"
+	"lab/internal/history"
+	"lab/internal/initramfs"
+	"lab/internal/kbuild"
+	"lab/internal/kconfig"
+	"lab/internal/progress"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/runfolder"
+	"lab/internal/shard"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/version"
+	"lab/internal/vm"
+)
+
+// Outcome of a track's run record (results.Bisect.Outcome).
+const Tracked = "tracked"
+
+// Options are the inputs of lab track besides the lab.
+type Options struct {
+	Lab      *spec.Lab
+	From, To string // refs of the lab's git source: the commits (From, To] are measured
+	Every    int    // every K-th commit by place along the branch (To always); 0 or 1: each
+	Shard    shard.Shard
+	// History is where the boots go and what is measured already is
+	// asked: an SQLite file or a postgres:// URL; "": nowhere, and every
+	// commit is measured.
+	History    string
+	CacheDir   string
+	ResultsDir string
+	ModuleRoot string
+	Accel      string
+	Jobs       int
+	Parallel   int // boots at once under icount (0: the host's CPUs)
+	Sandbox    bool
+	Command    []string
+	Out        io.Writer
+	Host       *run.Host
+}
+
+// Result is what a track did.
+type Result struct {
+	Run      *results.Run
+	Dir      string
+	Outcomes []Outcome
+	Added    int // boots added to the history
+	Plans    []run.ShapePlan
+	Seq      map[string]int // each commit of the range (and From) by its place
+}
+
+// Run measures the lab's git source from opt.From to opt.To into the
+// history and a run folder. What is wrong with the lab, the refs or the
+// history is said before anything is built.
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	lab := opt.Lab
+	if lab.Source.Git == "" {
+		return nil, lab.Place(fmt.Errorf("lab track measures a branch: the lab's source must be a git tree (source: git: PATH), not a tarball"))
+	}
+	if opt.From == "" || opt.To == "" {
+		return nil, fmt.Errorf("lab track needs --from and --to, refs of %s", lab.Source.Git)
+	}
+	if opt.Every < 0 {
+		return nil, fmt.Errorf("--every %d: want a positive number", opt.Every)
+	}
+	host := run.ReadHost(opt.Accel)
+	if opt.Host != nil {
+		host = *opt.Host
+	}
+	plans, err := run.Plan(lab, host)
+	if err != nil {
+		return nil, err
+	}
+	run.Parallelize(plans, opt.Parallel, host.CPUs)
+	icount := true
+	for i := range plans {
+		plans[i].Job.Tools = nil // the agent's figures; guest tools are a run's side-by-side check
+		icount = icount && plans[i].Clock == results.ClockICount
+	}
+	if err := source.Check(ctx, source.Origin(lab.Source), opt.From, opt.To); err != nil {
+		return nil, lab.Place(err)
+	}
+	var store *history.Store
+	if opt.History != "" {
+		if store, err = history.Open(ctx, opt.History); err != nil {
+			return nil, err
+		}
+		defer store.Close()
+	}
+	t := &tracker{opt: opt, lab: lab, plans: plans, host: host, start: time.Now(), kernels: map[string]map[string]results.Kernel{}}
+	t.rep = progress.New(opt.Out, t.start)
+	defer t.rep.Stop()
+	name := "track-" + time.Now().UTC().Format("20060102-150405")
+	if opt.Shard.N > 1 {
+		name += fmt.Sprintf("-shard%dof%d", opt.Shard.K, opt.Shard.N)
+	}
+	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), name)
+	if err != nil {
+		return nil, err
+	}
+	t.dir = folder.Dir
+	parallel := 0
+	for _, p := range plans {
+		if parallel == 0 || p.Parallel < parallel {
+			parallel = p.Parallel
+		}
+	}
+	if !icount {
+		parallel = 1
+	}
+	t.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: run.RecordMatrix(lab.Matrix), Claims: run.RecordClaims(lab.Claims),
+		Host:   results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)},
+		Bisect: &results.Bisect{Clock: plans[0].Clock, Parallel: parallel, Outcome: Tracked}}
+	res := &Result{Run: t.run, Dir: t.dir, Plans: plans}
+	err = t.do(ctx, store, parallel, icount, res)
+	t.run.Finished = time.Now().UTC()
+	t.run.Elapsed = time.Since(t.start)
+	t.run.Complete = err == nil
+	if werr := folder.Save(t.run); werr != nil && err == nil {
+		err = werr
+	}
+	if t.log != nil {
+		t.log.Close()
+	}
+	if store != nil && len(t.run.Boots) > 0 {
+		// What was measured goes in, also when the track stopped: a rerun
+		// resumes after it.
+		n, herr := t.record(context.WithoutCancel(ctx), store, res.Seq)
+		res.Added = n
+		if herr != nil && err == nil {
+			err = herr
+		}
+	}
+	return res, err
+}
+
+// tracker is one track's state; it is the walk's Env.
+type tracker struct {
+	opt     Options
+	lab     *spec.Lab
+	plans   []run.ShapePlan
+	host    run.Host
+	rep     progress.Reporter
+	dir     string
+	run     *results.Run
+	start   time.Time
+	log     *os.File
+	tree    *source.Tree
+	builder map[string]*run.Kernels // by arch
+	initrd  map[string]string       // by arch
+	// kernels are each commit's kernels, by commit and arch.
+	kernels map[string]map[string]results.Kernel
+	steps   map[string]int // the step of each commit in run.Bisect.Steps
+	mu      sync.Mutex     // guards run, kernels and booted
+	booted  int
+}
+
+func (t *tracker) logf(format string, args ...any) { t.rep.Logf(format, args...) }
+
+func (t *tracker) do(ctx context.Context, store *history.Store, parallel int, icount bool, res *Result) error {
+	log, err := os.OpenFile(runfolder.Folder{Dir: t.dir}.Log("build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	t.log = log
+	tree, err := source.Prepare(ctx, source.Origin(t.lab.Source), t.opt.CacheDir, t.logf)
+	if err != nil {
+		return err
+	}
+	t.tree = tree
+	defer tree.Close()
+	t.run.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
+	from, sel, err := t.commits(ctx, res)
+	if err != nil {
+		return err
+	}
+	done, err := t.done(ctx, store)
+	if err != nil {
+		return err
+	}
+	t.builder, t.initrd = map[string]*run.Kernels{}, map[string]string{}
+	for _, p := range t.plans {
+		a := p.Arch
+		if t.builder[a.Name] != nil {
+			continue
+		}
+		if err := kconfig.CheckSymbols(tree.Dir, t.lab.Fragments(a.Name)); err != nil {
+			return err
+		}
+		t.builder[a.Name] = &run.Kernels{Tree: tree, CacheDir: t.opt.CacheDir, Jobs: t.opt.Jobs, Fragments: t.lab.Fragments(a.Name),
+			Logf: t.logf, Log: log, Progress: t.rep.Build, Sandboxed: t.opt.Sandbox}
+		img, err := initramfs.Build(ctx, t.opt.ModuleRoot, a.GOARCH, t.opt.CacheDir, log)
+		if err != nil {
+			return err
+		}
+		t.initrd[a.Name] = img.Path
+		t.run.Initramfs = append(t.run.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached})
+	}
+	lo, hi := Deal(len(sel), t.opt.Shard)
+	shards := ""
+	if t.opt.Shard.N > 1 {
+		shards = fmt.Sprintf(", shard %s: commits %d..%d", t.opt.Shard, lo+1, hi)
+	}
+	t.logf("track: %s, %d commits selected%s, %d in the history already; %s, %d boot(s) a commit, %d at a time",
+		t.run.Bisect.Range, len(sel), shards, countIn(sel[lo:hi], done), t.shapes(), t.Boots(), parallel)
+	if err := (runfolder.Folder{Dir: t.dir}).Save(t.run); err != nil {
+		return err
+	}
+	out, err := Walk(ctx, t, from, sel, WalkOptions{Shard: t.opt.Shard, Done: done, Parallel: parallel, Overlap: icount, Logf: t.logf})
+	res.Outcomes = out
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, o := range out {
+		st := &t.run.Bisect.Steps[t.steps[o.Hash]]
+		st.Verdict, st.Skip = o.State, o.Why
+		if o.SameAs != "" {
+			st.SameAs = t.steps[o.SameAs]
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return tree.Checkout(ctx, tree.BaseHash)
+}
+
+// commits resolves the range, its places along the branch and the
+// selected commits, and records them as the run's steps (step 0: from).
+func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, error) {
+	from, err := t.tree.Resolve(ctx, t.opt.From)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	to, err := t.tree.Resolve(ctx, t.opt.To)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	chain, err := t.tree.Chain(ctx, from, to)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	git := &gitcmd.Git{Dir: t.tree.Dir}
+	count, err := git.Output(ctx, "rev-list", "--count", "--first-parent", to)
+	if err != nil {
+		return Commit{}, nil, err
+	}
+	top, err := strconv.Atoi(strings.TrimSpace(count))
+	if err != nil {
+		return Commit{}, nil, fmt.Errorf("the place of %s along its branch: %q", t.opt.To, count)
+	}
+	// The chain is to's first-parent line back to from: places count down
+	// from to's.
+	res.Seq = map[string]int{}
+	var all []Commit
+	for i, c := range chain {
+		subject, _ := t.tree.Subject(ctx, c)
+		all = append(all, Commit{Hash: c, Subject: subject, Seq: top - (len(chain) - 1 - i)})
+		res.Seq[c] = all[i].Seq
+	}
+	fromSubject, _ := t.tree.Subject(ctx, from)
+	parent := Commit{Hash: from, Subject: fromSubject, Seq: all[0].Seq - 1}
+	res.Seq[from] = parent.Seq
+	sel := Select(all, t.opt.Every)
+	every := "every commit"
+	if t.opt.Every > 1 {
+		every = fmt.Sprintf("every %d-th commit", t.opt.Every)
+	}
+	t.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits, %s)", t.opt.From, t.opt.To, len(chain), every)
+	t.run.Series = results.Series{Name: "git " + t.opt.From + ".." + t.opt.To}
+	t.run.Series.Variants.Baseline, t.run.Series.Variants.Patched = from, to
+	t.steps = map[string]int{from: 0}
+	t.run.Bisect.Steps = []results.BisectStep{{Index: 0, Name: short(from), Subject: fromSubject, Commit: from, SameAs: -1, Verdict: "parent"}}
+	for _, c := range sel {
+		t.steps[c.Hash] = len(t.run.Bisect.Steps)
+		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1})
+	}
+	return parent, sel, nil
+}
+
+// done asks the history which commits every shape of the lab has on this
+// host, with their images (joined over arches as Image joins them).
+func (t *tracker) done(ctx context.Context, store *history.Store) (map[string]string, error) {
+	if store == nil {
+		return nil, nil
+	}
+	var done map[string]string
+	images := map[string]map[string]string{} // commit -> arch -> image
+	for k, p := range t.plans {
+		w := history.Where{Lab: t.lab.Name, Arch: p.Arch.Name, CPUs: p.Shape.CPUs, Topology: topologyOf(p), Clock: p.Clock, Accel: p.Accel.Name,
+			HostCPUModel: t.run.Host.CPUModel, HostCPUs: t.run.Host.CPUs}
+		m, err := store.Measured(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		next := map[string]string{}
+		for c, img := range m {
+			if k > 0 && !hasKey(done, c) {
+				continue // another shape lacks it: measured again
+			}
+			next[c] = ""
+			if images[c] == nil {
+				images[c] = map[string]string{}
+			}
+			images[c][p.Arch.Name] = img
+		}
+		done = next
+	}
+	for c := range done {
+		done[c] = t.joinImages(images[c])
+	}
+	return done, nil
+}
+
+func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+func countIn(cs []Commit, done map[string]string) int {
+	n := 0
+	for _, c := range cs {
+		if hasKey(done, c.Hash) {
+			n++
+		}
+	}
+	return n
+}
+
+// arches are the lab's arches, in plan order, once each.
+func (t *tracker) arches() []string {
+	var out []string
+	for _, p := range t.plans {
+		if !slices.Contains(out, p.Arch.Name) {
+			out = append(out, p.Arch.Name)
+		}
+	}
+	return out
+}
+
+// joinImages is a commit's image over every arch: one arch's sha256 as
+// is, several as arch=sha256 joined.
+func (t *tracker) joinImages(byArch map[string]string) string {
+	arches := t.arches()
+	if len(arches) == 1 {
+		return byArch[arches[0]]
+	}
+	var parts []string
+	for _, a := range arches {
+		if byArch[a] == "" {
+			return "" // unknown: the next commit is measured
+		}
+		parts = append(parts, a+"="+byArch[a])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (t *tracker) shapes() string {
+	var s []string
+	for _, p := range t.plans {
+		s = append(s, fmt.Sprintf("%s %s %s clock", p.Arch.Name, p.Shape, p.Clock))
+	}
+	return strings.Join(s, "; ")
+}
+
+// Image builds a commit's kernel for every arch of the lab.
+func (t *tracker) Image(ctx context.Context, c Commit) (string, error) {
+	byArch := map[string]string{}
+	for _, a := range t.arches() {
+		p := t.planOf(a)
+		label := fmt.Sprintf("%s %s (%s)", short(c.Hash), a, c.Subject)
+		start := time.Now()
+		kern, err := t.builder[a].Get(ctx, p.Arch, c.Hash, label)
+		t.rep.BuildDone(label)
+		var be *kbuild.BuildError
+		if errors.As(err, &be) {
+			return "", &bisect.SkipError{Why: "does not build", Err: errors.New(firstLine(be.Err.Error()))}
+		}
+		if err != nil {
+			return "", err
+		}
+		t.mu.Lock()
+		if t.kernels[c.Hash] == nil {
+			t.kernels[c.Hash] = map[string]results.Kernel{}
+		}
+		t.kernels[c.Hash][a] = kern
+		t.run.Kernels = append(t.run.Kernels, kern)
+		if k, ok := t.steps[c.Hash]; ok {
+			st := &t.run.Bisect.Steps[k]
+			if st.Kernel == nil {
+				st.Kernel = &kern
+			}
+			if !kern.Cached {
+				st.BuildSeconds += time.Since(start).Seconds()
+			}
+		}
+		werr := runfolder.Folder{Dir: t.dir}.Save(t.run)
+		t.mu.Unlock()
+		if werr != nil {
+			return "", werr
+		}
+		byArch[a] = kern.Info.ImageSHA256
+	}
+	return t.joinImages(byArch), nil
+}
+
+func (t *tracker) planOf(arch string) run.ShapePlan {
+	for _, p := range t.plans {
+		if p.Arch.Name == arch {
+			return p
+		}
+	}
+	return t.plans[0]
+}
+
+// slots are a commit's boots: one per shape under icount (its figures
+// repeat), the lab's boots per shape under the wall clock.
+func (t *tracker) slots() []int {
+	var out []int
+	for i, p := range t.plans {
+		n := 1
+		if p.Clock != results.ClockICount {
+			n = max(t.lab.Matrix.Boots, 1)
+		}
+		for range n {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Boots is how many boots a commit gets.
+func (t *tracker) Boots() int { return len(t.slots()) }
+
+// Boot boots a commit's j-th boot.
+func (t *tracker) Boot(ctx context.Context, c Commit, j int) error {
+	p := t.plans[t.slots()[j]]
+	t.mu.Lock()
+	kern, ok := t.kernels[c.Hash][p.Arch.Name]
+	t.booted++
+	idx := t.booted
+	t.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("boot of %s: its %s kernel was not built", short(c.Hash), p.Arch.Name)
+	}
+	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(qmpDir)
+	booter := run.Booter{Dir: t.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: t.lab.ConsoleExpect, Logf: t.logf}
+	label := fmt.Sprintf("boot %d: %s %s (%s)", idx, short(c.Hash), p.Shape, c.Subject)
+	boot, err := booter.Run(ctx, p, kern, t.initrd[p.Arch.Name], "", idx, short(c.Hash), label)
+	if err != nil {
+		boot.Fail(err)
+	}
+	t.mu.Lock()
+	t.run.Boots = append(t.run.Boots, boot)
+	sort.SliceStable(t.run.Boots, func(i, j int) bool { return t.run.Boots[i].Index < t.run.Boots[j].Index })
+	st := &t.run.Bisect.Steps[t.steps[c.Hash]]
+	st.Boots = append(st.Boots, idx)
+	sort.Ints(st.Boots)
+	t.run.Bisect.Boots++
+	werr := runfolder.Folder{Dir: t.dir}.Save(t.run)
+	t.mu.Unlock()
+	switch {
+	case werr != nil:
+		return werr
+	case err == nil:
+		return nil
+	case results.KernelFault(results.FailureKind(err)):
+		return &bisect.SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+	}
+	return err
+}
+
+// record adds the track's boots to the history, each with its commit's
+// kernel and place along the branch.
+func (t *tracker) record(ctx context.Context, store *history.Store, seq map[string]int) (int, error) {
+	t.mu.Lock()
+	h, err := history.FromRun(t.run, history.KindTrack)
+	if err == nil {
+		err = t.place(h, seq)
+	}
+	t.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return store.Add(ctx, h)
+}
+
+// place sets each boot's commit place and (a lab of several arches) the
+// kernel of the boot's own arch.
+func (t *tracker) place(h *history.Run, seq map[string]int) error {
+	for i := range h.Boots {
+		b := &h.Boots[i]
+		b.CommitSeq = seq[b.Commit]
+		k, ok := t.kernels[b.Commit][b.Arch]
+		if !ok {
+			return fmt.Errorf("boot %d of %s: no %s kernel", b.Index, short(b.Commit), b.Arch)
+		}
+		b.KernelKey, b.ImageSHA256 = k.Info.Key, k.Info.ImageSHA256
+	}
+	return nil
+}
+
+// topologyOf is a plan's guest topology as the history writes it.
+func topologyOf(p run.ShapePlan) string {
+	s := p.Shape
+	return history.Topology(results.Boot{CPUs: s.CPUs, Shape: &s})
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
