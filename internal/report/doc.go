@@ -24,6 +24,12 @@ type Document struct {
 	// mailing list (an mbox, a mail, a diff) or run in mode auto, what it
 	// is, the mode lab chose and why, and what it did with the base-commit.
 	Header []string `json:"header,omitempty"`
+	// Kernels and Comparisons are set in a report of several kernels (a
+	// run of several series, lab compare of two or more runs): a column
+	// per kernel, and each comparison's tables (Tables then holds those
+	// against the first kernel).
+	Kernels     []variant.Variant `json:"kernels,omitempty"`
+	Comparisons []Comparison      `json:"comparisons,omitempty"`
 }
 
 // RunInfo is one run's provenance and reproducer.
@@ -49,6 +55,11 @@ type RunInfo struct {
 // Build makes the report of one run.
 func Build(r *results.Run, dir, generator string) *Document {
 	d := &Document{Title: r.Lab, Lab: r.Lab, Generator: generator}
+	if len(r.SeriesList) > 0 {
+		d.Runs = []RunInfo{runInfo(r, dir, "every kernel: "+string(variant.Baseline)+" and each series")}
+		buildSeveral(d, r)
+		return d
+	}
 	d.Runs = []RunInfo{runInfo(r, dir, "baseline and patched")}
 	d.Tables = verdict.Tables(r)
 	d.Claims = verdict.CheckClaims(r.Claims, d.Tables)

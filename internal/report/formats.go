@@ -19,6 +19,9 @@ import (
 // Markdown is the report for a cover letter or a pull request: the answer
 // first (a headline per table and the claims), then the tables.
 func Markdown(d *Document) string {
+	if len(d.Comparisons) > 0 {
+		return markdownSeveral(d)
+	}
 	var b strings.Builder
 	b.WriteString(Lead(d))
 	for _, v := range Views(d) {
@@ -151,6 +154,9 @@ func evidence(c verdict.ClaimResult) string {
 // seeds' cover letters: the headlines and claims first, then one line per
 // row with the means of boots.
 func Plain(d *Document) string {
+	if len(d.Comparisons) > 0 {
+		return plainSeveral(d)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", Wrap(d.Title, 80, ""))
 	for _, h := range d.Header {
@@ -215,6 +221,9 @@ func Wrap(s string, width int, indent string) string {
 
 // CSV has one line per table row, every figure in its own column.
 func CSV(d *Document) string {
+	if len(d.Comparisons) > 0 {
+		return csvSeveral(d)
+	}
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write([]string{"arch", "cpus", "topology", "accel", "clock", "benchmark", "producers", "metric", "control",
@@ -257,6 +266,9 @@ func JSON(d *Document) ([]byte, error) {
 // Text is the terminal report: the headlines and the claims' verdicts, then
 // each table; color marks significant changes (only on a terminal).
 func Text(d *Document, color bool) string {
+	if len(d.Comparisons) > 0 {
+		return textSeveral(d, color)
+	}
 	var b strings.Builder
 	for _, h := range d.Header {
 		b.WriteString(h + "\n")

@@ -34,7 +34,11 @@ func (e *GateError) Error() string { return e.Msg }
 // Check applies the gates that were asked for to a report.
 func (g *GateFlags) Check(d *Document) error {
 	if g.FailOnRegression.V {
-		if reg := verdict.Regressions(d.Tables); len(reg) > 0 {
+		reg := verdict.Regressions(d.Tables)
+		if len(d.Comparisons) > 0 {
+			reg = regressionsSeveral(d)
+		}
+		if len(reg) > 0 {
 			return &GateError{exitcode.Regression, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
 		}
 	}

@@ -3,25 +3,40 @@ package run
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"lab/internal/report"
 	"lab/internal/runfolder"
 	"lab/internal/series"
+	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/vm"
 )
 
-// rateOf is a fake boot's rate by its kernel: v1 1 % faster than the
-// baseline, v2 1 % faster than v1.
-func rateOf(c vm.Config) float64 {
+// severalOutcome is a fake boot whose uprobe-nop rate depends on its
+// kernel: v1 1 % faster than the baseline, v2 1 % faster than v1; the
+// controls do not move.
+func severalOutcome(c vm.Config) *vm.Outcome {
+	out := goodOutcome(c, 1e6)
+	speed := 1.0
 	switch {
 	case strings.HasSuffix(c.Kernel, "-v1"):
-		return 1.01e6
+		speed = 1.01
 	case strings.HasSuffix(c.Kernel, "-v2"):
-		return 1.0201e6
+		speed = 1.0201
 	}
-	return 1e6
+	for _, rec := range out.Records {
+		if rec.Result != nil && rec.Result.Benchmark == "uprobe-nop" {
+			for i := range rec.Result.Samples {
+				s := &rec.Result.Samples[i]
+				s.Rate *= speed
+				s.Hits = uint64(s.Rate)
+			}
+		}
+	}
+	return out
 }
 
 func severalOptions(t *testing.T, names ...variant.Variant) Options {
@@ -36,7 +51,7 @@ func severalOptions(t *testing.T, names ...variant.Variant) Options {
 // turn, round after round, and records each series with its variant.
 func TestRunSeveralSeries(t *testing.T) {
 	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) {
-		return goodOutcome(c, rateOf(c)), nil
+		return severalOutcome(c), nil
 	}}
 	res, dir, err := runImpl(context.Background(), severalOptions(t, "v1", "v2"), tcgHost(), env)
 	if err != nil {
@@ -89,5 +104,42 @@ func TestRunSeveralRefuses(t *testing.T) {
 				t.Errorf("a refused run made %s", dir)
 			}
 		})
+	}
+}
+
+// The report of a run of several series judges each series against the
+// baseline and each against the one before, with the lab's claims per
+// series: v1 and v2 are faster than the baseline, and v2 than v1.
+func TestRunSeveralReport(t *testing.T) {
+	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) { return severalOutcome(c), nil }}
+	opt := severalOptions(t, "v1", "v2")
+	opt.Lab.Matrix.Boots = 4
+	opt.Lab.Claims = []spec.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: "faster"}}
+	res, dir, err := runImpl(context.Background(), opt, tcgHost(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := report.Build(res, dir, "test")
+	var comps []string
+	for _, c := range d.Comparisons {
+		row := c.Tables[0].Rows[0]
+		comps = append(comps, fmt.Sprintf("%s %s %+.2f%%", c.Name(), row.Change.Verdict, row.Change.Pct))
+	}
+	if got, want := strings.Join(comps, "; "), "v1 vs baseline faster +1.00%; v2 vs baseline faster +2.01%; v2 vs v1 faster +1.00%"; got != want {
+		t.Errorf("comparisons %s\nwant        %s", got, want)
+	}
+	var claims []string
+	for _, c := range d.Claims {
+		claims = append(claims, c.Text()+": "+c.Verdict)
+	}
+	if got, want := strings.Join(claims, "; "), "v1: uprobe-nop, producers 1: patched faster: reproduced; v2: uprobe-nop, producers 1: patched faster: reproduced"; got != want {
+		t.Errorf("claims %s\nwant   %s", got, want)
+	}
+	text := report.Text(d, false)
+	t.Logf("\n%s", text)
+	for _, want := range []string{"baseline M/s", "v1 M/s", "v2 M/s", "Δ v1 vs baseline [95% CI]", "Δ v2 vs v1 [95% CI]", "4+4+4 boots", "v2 vs v1: "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table lacks %q", want)
+		}
 	}
 }

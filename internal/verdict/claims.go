@@ -8,6 +8,7 @@ import (
 
 	"lab/internal/results"
 	"lab/internal/stats"
+	"lab/internal/variant"
 )
 
 // Claim verdicts.
@@ -31,6 +32,18 @@ type ClaimResult struct {
 	Claim   results.Claim `json:"claim"`
 	Verdict string        `json:"verdict"` // overall: contradicted > reproduced > not shown > not measured
 	Checks  []ClaimCheck  `json:"checks"`
+	// Series is the series judged, in a run of several (each series
+	// against the baseline); "" in a run of one.
+	Series variant.Variant `json:"series,omitempty"`
+}
+
+// Text is the claim as a sentence, with the series it judges in a run of
+// several: "v2: uprobe-nop, producers 1: patched faster".
+func (c ClaimResult) Text() string {
+	if c.Series != "" {
+		return string(c.Series) + ": " + ClaimText(c.Claim)
+	}
+	return ClaimText(c.Claim)
 }
 
 // Text is the claim as a sentence: "uprobe-nop, 1 producer: patched faster".
@@ -128,7 +141,7 @@ func ClaimsOK(claims []ClaimResult) (bool, []string) {
 	var bad []string
 	for _, c := range claims {
 		if c.Verdict != Reproduced {
-			bad = append(bad, fmt.Sprintf("%s: %s", ClaimText(c.Claim), c.Verdict))
+			bad = append(bad, fmt.Sprintf("%s: %s", c.Text(), c.Verdict))
 		}
 	}
 	return len(bad) == 0, bad
