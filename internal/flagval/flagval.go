@@ -179,3 +179,17 @@ func parseCount(s string) (int, error) {
 	}
 	return n, nil
 }
+
+// Repeated is a flag that may be given more than once (lab run --series
+// v1.mbx --series v2.mbx): each value in order, whole (a path may hold a
+// comma).
+type Repeated struct{ V []string }
+
+func (s *Repeated) String() string { return strings.Join(s.V, ",") }
+func (s *Repeated) Set(v string) error {
+	s.V = append(s.V, v)
+	return nil
+}
+
+// IsSet reports whether the flag was given.
+func (s *Repeated) IsSet() bool { return len(s.V) > 0 }

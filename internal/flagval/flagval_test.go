@@ -68,3 +68,18 @@ func TestValues(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+func TestRepeated(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var s Repeated
+	fs.Var(&s, "series", "")
+	if s.IsSet() {
+		t.Fatal("set before parsing")
+	}
+	if err := fs.Parse([]string{"--series", "a", "--series=b,c"}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsSet() || len(s.V) != 2 || s.V[0] != "a" || s.V[1] != "b,c" {
+		t.Errorf("got %q", s.V)
+	}
+}
