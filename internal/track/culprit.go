@@ -1,0 +1,123 @@
+package track
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"lab/internal/history"
+	"lab/internal/historyreport"
+	"lab/internal/results"
+)
+
+// Suspect is one change point of the tracked branch to bisect: the last
+// commit measured before it and the first after, and the series that moved
+// there (several rows often move at one commit: they are bisected once).
+type Suspect struct {
+	Good, Bad Commit
+	Series    []history.SeriesKey
+	Figure    results.Figure // the figure a bisect follows: the row that moved most
+	Pct       float64        // its change
+	Slower    bool
+	control   bool // Figure is a control's
+}
+
+// Adjacent reports whether Bad is the commit right after Good: the change
+// point is its own culprit, nothing to bisect.
+func (s Suspect) Adjacent() bool { return s.Bad.Seq == s.Good.Seq+1 }
+
+// Suspects are the change points of the history's series that keep
+// accepts, grouped by the commits either side, oldest first. A change
+// point without commits and places on both sides (a run's variants, not
+// a branch) is not a suspect.
+func Suspects(h *historyreport.History, keep func(history.SeriesKey) bool) []Suspect {
+	type ends struct{ good, bad string }
+	byEnds := map[ends]*Suspect{}
+	var order []ends
+	for _, f := range h.Changes() {
+		k := f.Series.Key
+		if !keep(k) || k.Tool != "" {
+			continue // a guest tool's figure: lab bisect follows the agent's
+		}
+		before, after := f.Before(), f.After()
+		if before.Commit == "" || after.Commit == "" || before.CommitSeq == 0 || after.CommitSeq <= before.CommitSeq {
+			continue
+		}
+		e := ends{before.Commit, after.Commit}
+		s, ok := byEnds[e]
+		if !ok {
+			s = &Suspect{Good: Commit{Hash: before.Commit, Seq: before.CommitSeq}, Bad: Commit{Hash: after.Commit, Seq: after.CommitSeq}}
+			byEnds[e] = s
+			order = append(order, e)
+		}
+		s.Series = append(s.Series, k)
+		// The figure: a benchmark's before a control's, then the largest
+		// change.
+		better := len(s.Series) == 1 || (s.control && !f.Series.Control) ||
+			(s.control == f.Series.Control && math.Abs(f.Change.Pct) > math.Abs(s.Pct))
+		if better {
+			s.Figure = results.Figure{Benchmark: k.Benchmark, Producers: k.Producers, Scaling: k.Metric == history.MetricScaling}
+			s.Pct, s.Slower, s.control = f.Change.Pct, f.Change.Slower, f.Series.Control
+		}
+	}
+	var out []Suspect
+	for _, e := range order {
+		out = append(out, *byEnds[e])
+	}
+	slices.SortStableFunc(out, func(a, b Suspect) int { return cmp.Compare(a.Bad.Seq, b.Bad.Seq) })
+	return out
+}
+
+// Bisector bisects good..bad following fig and says what it found: the
+// bisect's outcome, the culprit commit ("" when none) and its run id.
+type Bisector func(ctx context.Context, good, bad string, fig results.Figure) (outcome, culprit, runID string, err error)
+
+// Adjacent is the outcome of a suspect whose ends are neighbours.
+const Adjacent = "adjacent"
+
+// Resolve finds each suspect's culprit: the first commit after the change
+// point when it follows the last one before directly, else by bisect; and
+// writes it into the history for every series that moved there. A bisect
+// that fails stops the rest (what was found is kept).
+func Resolve(ctx context.Context, store *history.Store, lab string, sus []Suspect, bisect Bisector, logf func(string, ...any)) ([]history.Culprit, error) {
+	var out []history.Culprit
+	for _, s := range sus {
+		c := history.Culprit{Lab: lab, Good: s.Good.Hash, Bad: s.Bad.Hash}
+		if s.Adjacent() {
+			c.Culprit, c.Outcome = s.Bad.Hash, Adjacent
+			logf("culprit: %s (%s %+.3f %%): the first commit after the change point follows the last before it", short(s.Bad.Hash), s.Figure, s.Pct)
+		} else {
+			logf("bisect: %s..%s (%d commits), following %s (%+.3f %%)", short(s.Good.Hash), short(s.Bad.Hash), s.Bad.Seq-s.Good.Seq, s.Figure, s.Pct)
+			outcome, culprit, runID, err := bisect(ctx, s.Good.Hash, s.Bad.Hash, s.Figure)
+			if err != nil {
+				return out, fmt.Errorf("bisect of %s..%s: %w", short(s.Good.Hash), short(s.Bad.Hash), err)
+			}
+			c.Culprit, c.Outcome, c.BisectRun = culprit, outcome, runID
+			logf("bisect %s: %s %s", runID, outcome, short(culprit))
+		}
+		for _, k := range s.Series {
+			c.Series = k.String()
+			if err := store.AddCulprit(ctx, c); err != nil {
+				return out, err
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Command is the lab bisect command line that bisects a suspect: what
+// lab track --bisect --print prints for a person (or a scheduler) to run.
+// extra are the flags that choose the lab's shape, as track was given them.
+func Command(labFile string, s Suspect, extra []string) string {
+	args := []string{"lab", "bisect", labFile, "--good", s.Good.Hash, "--bad", s.Bad.Hash, "--benchmark", s.Figure.Benchmark,
+		"--producers", fmt.Sprint(s.Figure.Producers)}
+	if s.Figure.Scaling {
+		args = append(args, "--scaling")
+	}
+	args = append(args, extra...)
+	return strings.Join(args, " ")
+}
