@@ -39,6 +39,7 @@ const usage = `usage:
   lab run --series PATH        the same for a series (an mbox, a folder, a patch, - for stdin), no lab file needed
   lab new NAME --series PATH   keep a series as labs/NAME.yaml and patches/NAME/
   lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
+  lab track LAB.yaml [flags]   measure each commit --from..--to of a git source into the history (--bisect: culprits)
   lab build LAB.yaml [flags]   build every kernel and initramfs of a run into the cache, boot nothing
   lab plan LAB.yaml --shards N the units of a run spread over N hosts: --json, or --emit github|k8s|slurm
   lab submit slurm LAB.yaml    submit a build, a boot array (--shards N) and the merge to Slurm
@@ -100,6 +101,7 @@ func commands() []command {
 	return []command{
 		{"run", "build, boot and measure", runCommand},
 		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
+		{"track", "measure a branch commit by commit into the history", trackCommand},
 		{"build", "build a run's kernels and initramfs", buildCommand},
 		{"new", "keep a series as a lab", newCommand},
 		{"plan", "cut a run into build, boot shards and merge", planCommand},
@@ -277,7 +279,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func buildCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
-	var ser flagval.String
+	var ser flagval.Repeated
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
 	registerSeries(fs, &ser)
@@ -304,17 +306,25 @@ func buildCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 }
 
 // registerSeries adds --series to a command that runs a lab.
-func registerSeries(fs *flag.FlagSet, ser *flagval.String) {
+func registerSeries(fs *flag.FlagSet, ser *flagval.Repeated) {
 	fs.Var(ser, "series", "the series to run (replaces the lab file's; without a lab file lab makes the lab, prints it and keeps it in the run folder): "+
-		"a series folder, an mbox (b4 am's .mbx, with its .cover beside it), one mail, a diff, or - for standard input")
+		"a series folder, an mbox (b4 am's .mbx, with its .cover beside it), one mail, a diff, or - for standard input; "+
+		"given more than once, a kernel per series (named v1, v2 by version, or by file) against one baseline, each judged against it and against the one before")
 }
 
 // runOptions loads the lab file with the flags applied, or with --series
 // and no lab file makes the lab (spec.Default), and makes the run's
 // options. The series of --series is opened (and checked) first, before
 // anything is written; done closes it once the run is over.
-func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, ser *flagval.String) (opt run.Options, done func(), err error) {
+func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, sers *flagval.Repeated) (opt run.Options, done func(), err error) {
 	command := strings.TrimPrefix(fs.Name(), "lab ")
+	if len(sers.V) > 1 {
+		return severalOptions(inv, fs, labFlags, runFlags, sers)
+	}
+	var ser flagval.String
+	if sers.IsSet() {
+		ser.Set(sers.V[0])
+	}
 	switch n := len(inv.args); {
 	case ser.IsSet() && n > 1:
 		return opt, nil, usagef("%s --series takes at most one lab file, got %d", command, n)
@@ -383,7 +393,8 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var labFlags spec.Flags
 	var runFlags run.Flags
 	var gates report.GateFlags
-	var junit, ser flagval.String
+	var junit flagval.String
+	var ser flagval.Repeated
 	labFlags.RegisterFlags(fs)
 	runFlags.RegisterFlags(fs)
 	gates.RegisterFlags(fs)
