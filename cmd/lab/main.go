@@ -507,7 +507,8 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	}
 }
 
-// compareCommand sets one variant of run A against the same variant of run B.
+// compareCommand sets one variant of two or more runs side by side: a
+// column per run, named by its run id, each judged against the first.
 func compareCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	var f reportFlags
 	v := flagval.String{V: string(variant.Patched)}
@@ -515,8 +516,8 @@ func compareCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 	fs.Var(&v, "variant", "the variant of each run to compare (baseline or patched)")
 	return func(ctx context.Context, inv invocation) error {
 		args, out := inv.args, inv.out
-		if len(args) != 2 {
-			return usagef("compare takes two run directories, got %d", len(args))
+		if len(args) < 2 {
+			return usagef("compare takes two or more run directories, got %d", len(args))
 		}
 		which, err := variant.Parse(v.V)
 		if err != nil {
@@ -525,19 +526,21 @@ func compareCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if f.gates.RequireClaims.V {
 			return usagef("--require-claims: a compare judges no claims (lab report RUN-DIR --require-claims does)")
 		}
-		a, err := loadRun(args[0])
+		var runs []*results.Run
+		var ids []string
+		for _, dir := range args {
+			r, err := loadRun(dir)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, r)
+			ids = append(ids, r.RunID)
+		}
+		d, err := report.BuildCompareRuns(runs, args, which, version.Lab(""))
 		if err != nil {
 			return err
 		}
-		b, err := loadRun(args[1])
-		if err != nil {
-			return err
-		}
-		d := report.BuildCompare(a, b, args[0], args[1], which, version.Lab(""))
-		if len(d.Tables) == 0 {
-			return fmt.Errorf("no %s boots in %s and %s", which, args[0], args[1])
-		}
-		return emit(d, nil, f, fmt.Sprintf("compare-%s-%s", a.RunID, b.RunID), out)
+		return emit(d, nil, f, "compare-"+strings.Join(ids, "-"), out)
 	}
 }
 
