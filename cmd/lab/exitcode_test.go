@@ -187,6 +187,13 @@ func exitCases() []exitCase {
 		{"bisect", exitcode.Infra, "QEMU did not start", ends(bg, "bisect", noQEMU)},
 		{"bisect", exitcode.Interrupted, "SIGINT", ends(sigint, "bisect", stop)},
 		{"bisect", exitcode.Terminated, "SIGTERM", ends(sigterm, "bisect", stop)},
+		{"track", exitcode.OK, "every commit measured", ends(bg, "track", nil)},
+		{"track", exitcode.Failed, "a lab on a tarball, not a git tree", drive(bg, "track", srcuLab, "--from", "v6.11", "--to", "v6.12")},
+		{"track", exitcode.Usage, "no --from", drive(bg, "track", srcuLab, "--to", "v6.12")},
+		{"track", exitcode.Usage, "--print without --bisect", drive(bg, "track", srcuLab, "--from", "v6.11", "--to", "v6.12", "--print")},
+		{"track", exitcode.Infra, "QEMU did not start", ends(bg, "track", noQEMU)},
+		{"track", exitcode.Interrupted, "SIGINT", ends(sigint, "track", stop)},
+		{"track", exitcode.Terminated, "SIGTERM", ends(sigterm, "track", stop)},
 
 		{exitcode.BisectRun, exitcode.Good, "like good", ends(bg, exitcode.BisectRun, forGitBisect(outcomeError(probed(bisect.LikeGood), true)))},
 		{exitcode.BisectRun, exitcode.Bad, "like bad", ends(bg, exitcode.BisectRun, forGitBisect(outcomeError(probed(bisect.LikeBad), true)))},

@@ -74,7 +74,7 @@ const HistoryDetect = "history detect"
 
 // Commands are lab's commands as the table names them.
 func Commands() []string {
-	return []string{"run", "build", "new", "bisect", BisectRun, "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "history", HistoryDetect, "help"}
+	return []string{"run", "build", "new", "bisect", BisectRun, "track", "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "history", HistoryDetect, "help"}
 }
 
 // Entry is one row of the table: a code as some commands mean it.
@@ -90,7 +90,7 @@ type Entry struct {
 func Table() []Entry {
 	gates := []string{"run", "merge", "report", "compare"}
 	claims := []string{"run", "merge", "report"}
-	stops := []string{"run", "build", "bisect", BisectRun, "submit"}
+	stops := []string{"run", "build", "bisect", BisectRun, "track", "submit"}
 	return []Entry{
 		{OK, "ok", "done as asked",
 			except("bisect", BisectRun, HistoryDetect), Answer},
@@ -123,7 +123,7 @@ func Table() []Entry {
 			[]string{HistoryDetect}, Answer},
 		{Infra, "infrastructure", "not the kernel's fault: QEMU could not start or died, or the disk is full " +
 			"(lab run: when no failed boot was the kernel's fault; one that was makes it 1)",
-			[]string{"run", "build", "bisect", "merge"}, MayHelp},
+			[]string{"run", "build", "bisect", "track", "merge"}, MayHelp},
 		{Skip, "skip", "HEAD does not build or boot, or it stayed unclear: git bisect skips it",
 			[]string{BisectRun}, Answer},
 		{Stop, "stop", "git bisect stops: the ends do not differ, the command line is wrong, or lab failed, whatever the reason",

@@ -94,8 +94,8 @@ func Deal(n int, sh shard.Shard) (lo, hi int) {
 	return lo, hi
 }
 
-// Options of a walk.
-type Options struct {
+// WalkOptions are how a walk goes.
+type WalkOptions struct {
 	Shard shard.Shard
 	// Done maps the commits the history has (in this shape, on this host)
 	// to their images ("" when unknown): they are not measured again.
@@ -113,7 +113,7 @@ type Options struct {
 // commit before sel[0] (the range's from). It returns every selected
 // commit's outcome (another shard's marked so) and the error that stopped
 // it, if any.
-func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt Options) ([]Outcome, error) {
+func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOptions) ([]Outcome, error) {
 	logf := opt.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}

@@ -142,7 +142,7 @@ func TestWalk(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		env     *fakeEnv
-		opt     Options
+		opt     WalkOptions
 		want    map[string]string
 		booted  []string
 		built   []string // nil: not checked
@@ -164,7 +164,7 @@ func TestWalk(t *testing.T) {
 		{
 			name:   "resume: commits in the history are neither built nor booted, their images still compared",
 			env:    &fakeEnv{images: map[string]string{"c4": "img-c3"}},
-			opt:    Options{Done: map[string]string{"c0": "img-c0", "c1": "img-c1", "c2": "img-c2", "c3": "img-c3"}},
+			opt:    WalkOptions{Done: map[string]string{"c0": "img-c0", "c1": "img-c1", "c2": "img-c2", "c3": "img-c3"}},
 			want:   map[string]string{"c1": InHistory, "c2": InHistory, "c3": InHistory, "c4": NoCode, "c5": Measured, "c6": Measured, "c7": Measured, "c8": Measured},
 			booted: []string{"c5", "c6", "c7", "c8"},
 			built:  []string{"c4", "c5", "c6", "c7", "c8"},
@@ -172,7 +172,7 @@ func TestWalk(t *testing.T) {
 		{
 			name:   "shard 1/3 takes its block; its first parent is the block before's last",
 			env:    &fakeEnv{},
-			opt:    Options{Shard: shard.Shard{K: 1, N: 3}},
+			opt:    WalkOptions{Shard: shard.Shard{K: 1, N: 3}},
 			want:   map[string]string{"c1": OtherShard, "c2": OtherShard, "c3": OtherShard, "c4": Measured, "c5": Measured, "c6": Measured, "c7": OtherShard, "c8": OtherShard},
 			booted: []string{"c4", "c5", "c6"},
 			built:  []string{"c3", "c4", "c5", "c6"},
@@ -229,7 +229,7 @@ func TestWalkOverlapsBuildsWithBoots(t *testing.T) {
 		ch := make(chan struct{})
 		env.waits[cs[k].Hash], env.built[cs[k+1].Hash] = ch, ch
 	}
-	out, err := Walk(context.Background(), env, from, cs, Options{Parallel: 2, Overlap: true})
+	out, err := Walk(context.Background(), env, from, cs, WalkOptions{Parallel: 2, Overlap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
