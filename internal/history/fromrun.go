@@ -35,7 +35,7 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		Series: Series{Name: r.Series.Name, Mode: r.Series.Mode, SHA256: r.Series.Hash},
 	}
 	for _, b := range r.Boots {
-		commit, kernel := r.Series.Variants.Get(b.Variant), kernelOf(r, b)
+		commit, kernel := r.Commit(b.Variant), kernelOf(r, b)
 		if step := bisectStep(r, b.Index); step != nil {
 			commit, kernel = step.Commit, step.Kernel
 		}

@@ -71,6 +71,24 @@ type Run struct {
 	Merged *Merged `json:"merged,omitempty"`
 }
 
+// Commit is the commit variant v's kernel was built from: in a run of
+// several series, the baseline's or that series' own ("" for a variant it
+// does not have); else the series' variant commit.
+func (r *Run) Commit(v variant.Variant) string {
+	if len(r.SeriesList) == 0 {
+		return r.Series.Variants.Get(v)
+	}
+	if v == variant.Baseline {
+		return r.SeriesList[0].Variants.Baseline
+	}
+	for _, s := range r.SeriesList {
+		if s.Variant == v {
+			return s.Variants.Patched
+		}
+	}
+	return ""
+}
+
 // SeriesVariants are the kernels of a run of several series in boot order
 // after the baseline; none for a run of one series.
 func (r *Run) SeriesVariants() []variant.Variant {

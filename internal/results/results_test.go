@@ -1,6 +1,7 @@
 package results
 
 import (
+	"lab/internal/variant"
 	"math"
 	"os"
 	"path/filepath"
@@ -101,5 +102,23 @@ func TestSourceDiffers(t *testing.T) {
 				t.Errorf("Differs = %q, want one holding %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCommitOfAVariant(t *testing.T) {
+	one := &Run{Series: Series{Variants: variant.Pair[string]{Baseline: "b", Patched: "p"}}}
+	several := &Run{Series: Series{Variant: "v1", Variants: variant.Pair[string]{Baseline: "b", Patched: "c1"}},
+		SeriesList: []Series{{Variant: "v1", Variants: variant.Pair[string]{Baseline: "b", Patched: "c1"}}, {Variant: "v2", Variants: variant.Pair[string]{Baseline: "b", Patched: "c2"}}}}
+	for _, tc := range []struct {
+		r    *Run
+		v    variant.Variant
+		want string
+	}{
+		{one, variant.Baseline, "b"}, {one, variant.Patched, "p"},
+		{several, variant.Baseline, "b"}, {several, "v1", "c1"}, {several, "v2", "c2"}, {several, variant.Patched, ""},
+	} {
+		if got := tc.r.Commit(tc.v); got != tc.want {
+			t.Errorf("Commit(%s) = %q, want %q", tc.v, got, tc.want)
+		}
 	}
 }
