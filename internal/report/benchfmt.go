@@ -18,7 +18,8 @@ import (
 // their own benchmarks.
 func BenchFiles(r *results.Run) map[string]string {
 	out := map[string]string{}
-	for _, v := range variant.Both {
+	// A run of several series: a file per kernel (baseline.txt, v1.txt).
+	for _, v := range variant.Kernels(r.SeriesVariants()) {
 		var b strings.Builder
 		// The same configuration lines in both files: benchstat would split
 		// its tables on any key that differs.

@@ -29,6 +29,18 @@ type View struct {
 	Rates   []Cells
 	Ratios  []Cells // within-boot ratios: scaling, probe ÷ probe-free
 	Notes   []string
+	// names are the kernels the sides stand for in a comparison of a
+	// report of several ("v1" for baseline in v2 vs v1); nil otherwise.
+	names map[variant.Variant]string
+}
+
+// Name is what side's column heads say: the side, or the kernel it stands
+// for in a comparison of a report of several.
+func (v View) Name(side variant.Variant) string {
+	if n, ok := v.names[side]; ok {
+		return n
+	}
+	return string(side)
 }
 
 // Cells are one row's figures, formatted once for every format.
@@ -56,6 +68,34 @@ type Cells struct {
 // Views lays out every table of d.
 func Views(d *Document) []View {
 	var out []View
+	if len(d.Comparisons) > 0 {
+		// A report of several kernels (the HTML page lays it out so): a
+		// table per comparison, its sides named by their kernels.
+		for _, c := range d.Comparisons {
+			for _, t := range c.Tables {
+				v := view(d.Lab, t)
+				v.Header = c.Name() + " · " + v.Header
+				v.Headline = c.Name() + ": " + strings.Replace(v.Headline, "patched is ", string(c.Patched)+" is ", 1)
+				v.names = map[variant.Variant]string{variant.Baseline: string(c.Against), variant.Patched: string(c.Patched)}
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if len(d.Comparisons) > 0 {
+		// A report of several kernels (the HTML page lays it out so): a
+		// table per comparison, its sides named by their kernels.
+		for _, c := range d.Comparisons {
+			for _, t := range c.Tables {
+				v := view(d.Lab, t)
+				v.Header = c.Name() + " · " + v.Header
+				v.Headline = c.Name() + ": " + strings.Replace(v.Headline, "patched is ", string(c.Patched)+" is ", 1)
+				v.names = map[variant.Variant]string{variant.Baseline: string(c.Against), variant.Patched: string(c.Patched)}
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	for _, t := range d.Tables {
 		out = append(out, view(d.Lab, t))
 	}

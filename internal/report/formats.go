@@ -77,6 +77,9 @@ func Markdown(d *Document) string {
 // Lead is the lead of the Markdown report: the title, a headline per
 // table and the claims. CI job summaries show it alone.
 func Lead(d *Document) string {
+	if len(d.Comparisons) > 0 {
+		return leadSeveral(d, columnTables(d))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", d.Title)
 	for _, h := range d.Header {

@@ -210,7 +210,7 @@ code { font-size: 85%; word-break: break-all; }
 {{range .Views}}{{$v := .}}
 <h2>{{.Header}}</h2>
 <table>
-<tr><th>benchmark</th><th>producers</th>{{range .Sides}}<th>{{.}} (mean ± sd)</th>{{if $v.Medians}}<th>{{.}} median [95% CI]</th>{{end}}{{end}}{{if .Compared}}<th>Δ [95% CI]</th><th>p</th><th></th>{{end}}</tr>
+<tr><th>benchmark</th><th>producers</th>{{range .Sides}}<th>{{$v.Name .}} (mean ± sd)</th>{{if $v.Medians}}<th>{{$v.Name .}} median [95% CI]</th>{{end}}{{end}}{{if .Compared}}<th>Δ [95% CI]</th><th>p</th><th></th>{{end}}</tr>
 {{range .Rates}}{{template "row" (rowOf $v .)}}{{end}}
 {{if .Ratios}}<tr class="sep"><td colspan="9"></td></tr>{{end}}
 {{range .Ratios}}{{template "row" (rowOf $v .)}}{{end}}
@@ -279,7 +279,7 @@ func HTML(d *Document) (string, error) {
 	}
 	var claims []htmlClaim
 	for _, c := range d.Claims {
-		claims = append(claims, htmlClaim{Text: verdict.ClaimText(c.Claim), Verdict: c.Verdict, Evidence: evidence(c)})
+		claims = append(claims, htmlClaim{Text: c.Text(), Verdict: c.Verdict, Evidence: evidence(c)})
 	}
 	var buf bytes.Buffer
 	err = page.Execute(&buf, struct {

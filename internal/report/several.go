@@ -354,6 +354,15 @@ func writeClaims(b *strings.Builder, d *Document) {
 
 func markdownSeveral(d *Document) string {
 	var b strings.Builder
+	tables := columnTables(d)
+	b.WriteString(leadSeveral(d, tables))
+	markdownTables(&b, d, tables)
+	return b.String()
+}
+
+// leadSeveral is Lead for a report of several kernels.
+func leadSeveral(d *Document, tables []columnTable) string {
+	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", d.Title)
 	for _, h := range d.Header {
 		fmt.Fprintf(&b, "- %s\n", h)
@@ -361,7 +370,6 @@ func markdownSeveral(d *Document) string {
 	if len(d.Header) > 0 {
 		b.WriteString("\n")
 	}
-	tables := columnTables(d)
 	for _, t := range tables {
 		for _, h := range t.headlines {
 			fmt.Fprintf(&b, "%s\n\n", h)
@@ -374,8 +382,12 @@ func markdownSeveral(d *Document) string {
 		}
 		b.WriteString("\n")
 	}
+	return b.String()
+}
+
+func markdownTables(b *strings.Builder, d *Document, tables []columnTable) {
 	for _, t := range tables {
-		fmt.Fprintf(&b, "## %s\n\n", t.header)
+		fmt.Fprintf(b, "## %s\n\n", t.header)
 		head := []string{"benchmark", "producers"}
 		align := []string{"---", "--:"}
 		for _, k := range d.Kernels {
@@ -386,7 +398,7 @@ func markdownSeveral(d *Document) string {
 			head = append(head, "Δ "+c.Name()+" [95% CI]", "p", "")
 			align = append(align, "--:", "--:", "---")
 		}
-		fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
+		fmt.Fprintf(b, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
 		for _, r := range t.rows {
 			cells := []string{r.name, r.producers}
 			for _, k := range d.Kernels {
@@ -399,26 +411,25 @@ func markdownSeveral(d *Document) string {
 					cells = append(cells, "–", "–", "")
 				}
 			}
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+			fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 		}
 		b.WriteString("\n")
 		for _, n := range t.notes {
-			fmt.Fprintf(&b, "- %s\n", n)
+			fmt.Fprintf(b, "- %s\n", n)
 		}
 		b.WriteString("\n")
 	}
 	if len(d.Caveats) > 0 {
 		b.WriteString("## Caveats\n\n")
 		for _, c := range d.Caveats {
-			fmt.Fprintf(&b, "- %s\n", c)
+			fmt.Fprintf(b, "- %s\n", c)
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("## Provenance\n\n")
 	for _, r := range d.Runs {
-		writeProvenance(&b, r, "- ", "`")
+		writeProvenance(b, r, "- ", "`")
 	}
-	return b.String()
 }
 
 // plainSeveral is the 80-column report of several kernels: a block per

@@ -67,6 +67,10 @@ func TestSeveralSeriesReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	html, err := HTML(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		format, text string
 		want         []string
@@ -78,6 +82,8 @@ func TestSeveralSeriesReport(t *testing.T) {
 			"| v1: uprobe-nop, producers 1: patched faster | **reproduced** |", "## Provenance"}},
 		{"csv", csv, []string{"patched_variant,against_variant,arch,", "\nv2,v1,x86_64,2,"}},
 		{"80 columns", plain, []string{"v2 vs v1                    P           v1           v2    change      p"}},
+		{"html", html, []string{"<h2>v2 vs v1 · fake · x86_64", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
+		{"job summary", Lead(d), []string{"v2 vs v1: x86_64 · 2 vCPUs · TCG · wall: v2 is faster", "| v2: uprobe-nop, producers 1: patched faster | **reproduced** |"}},
 		{"json", string(js), []string{`"kernels": [`, `"comparisons": [`, `"against": "v1"`, `"series": "v2"`}},
 	} {
 		for _, w := range tc.want {
@@ -85,6 +91,10 @@ func TestSeveralSeriesReport(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", tc.format, w, tc.text)
 			}
 		}
+	}
+	files := BenchFiles(severalRun(1.1))
+	if len(files) != 3 || !strings.Contains(files["v2.txt"], "BenchmarkUprobeNop/") || files["baseline.txt"] == files["v1.txt"] {
+		t.Errorf("bench files: %d, v2.txt:\n%s", len(files), files["v2.txt"])
 	}
 	// A line per comparison and row, and the header.
 	rows := len(d.Comparisons[0].Tables[0].Rows) + len(d.Comparisons[0].Tables[0].Scaling)
