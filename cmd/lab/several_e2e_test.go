@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/internal/report"
+	"lab/internal/run"
+	"lab/internal/runfolder"
+	"lab/internal/series"
+	"lab/internal/testenv"
+	"lab/internal/variant"
+)
+
+// Several versions of a series in one run: the lazy-buffer seed series as
+// v1 (its first patch) and v2 (both), on Debian's tarball, which carries
+// v2: the baseline is the source without v2, each version is applied on
+// it, the boots go round all three kernels, and the report judges each
+// against the baseline and v2 against v1.
+func TestSeveralSeriesInOneRun(t *testing.T) {
+	testenv.E2E(t, "lab run --series v1 --series v2 builds and boots three real kernels")
+	ctx := context.Background()
+	cache := run.DefaultCache()
+	seed, err := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))
+	if err != nil || len(seed) != 2 {
+		t.Fatalf("the lazy-buffer series: %v %v", seed, err)
+	}
+	dirs := t.TempDir()
+	versions := map[string][]string{"v1": seed[:1], "v2": seed}
+	for name, patches := range versions {
+		for _, p := range patches {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dirs, name, filepath.Base(p)), string(data))
+		}
+	}
+
+	results := t.TempDir()
+	var stdout, stderr strings.Builder
+	code := runMainIn(ctx, []string{"run", "--series", filepath.Join(dirs, "v1"), "--series", filepath.Join(dirs, "v2"),
+		"--accel", "tcg", "--arch", "x86_64", "--cpus", "1", "--producers", "1", "--measure", "icount",
+		"--benchmarks", "uprobe-nop,uretprobe-nop,syscall-count", "--boots", "2", "--duration", "1s",
+		"--cache", cache, "--results", results}, nil, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, w := range []string{"lab: 2 series, a kernel each against one baseline:\n  v1: ", "\n  v2: ",
+		"baseline: revert: series v2 is in the source (2 patches"} {
+		if !strings.Contains(stdout.String()+stderr.String(), w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+	found, _ := filepath.Glob(filepath.Join(results, "*", "*", runfolder.ResultsFile))
+	if len(found) != 1 {
+		t.Fatalf("run folders: %v", found)
+	}
+	dir := filepath.Dir(found[0])
+	_, res, err := runfolder.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.SeriesList) != 2 || res.SeriesList[0].Variant != "v1" || res.SeriesList[1].Variant != "v2" ||
+		res.SeriesList[0].Mode != series.ModeRevert || len(res.SeriesList[0].Patches) != 1 || len(res.SeriesList[1].Patches) != 2 {
+		t.Errorf("series list %+v", res.SeriesList)
+	}
+	if len(res.Kernels) != 3 {
+		t.Fatalf("kernels %+v", res.Kernels)
+	}
+	// v2 is what the source carries: its tree is the source's.
+	byVariant := map[variant.Variant]string{}
+	for _, k := range res.Kernels {
+		byVariant[k.Variant] = k.Info.Inputs.Tree
+	}
+	if byVariant["v1"] == byVariant["baseline"] || byVariant["v1"] == byVariant["v2"] || byVariant["v2"] == byVariant["baseline"] {
+		t.Errorf("kernel trees %v: want three different ones", byVariant)
+	}
+	var order []string
+	for _, b := range res.Boots {
+		order = append(order, string(b.Variant))
+	}
+	if got := strings.Join(order, " "); got != "baseline v1 v2 baseline v1 v2" {
+		t.Errorf("boot order %s", got)
+	}
+	d := report.Build(res, dir, "test")
+	var names []string
+	for _, c := range d.Comparisons {
+		names = append(names, c.Name())
+		if len(c.Tables) != 1 || len(c.Tables[0].Rows) != 3 {
+			t.Errorf("%s: %d tables", c.Name(), len(c.Tables))
+		}
+	}
+	if got := strings.Join(names, ", "); got != "v1 vs baseline, v2 vs baseline, v2 vs v1" {
+		t.Errorf("comparisons %s", got)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "report", "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"baseline M/s", "v1 M/s", "v2 M/s", "Δ v1 vs baseline [95% CI]", "Δ v2 vs baseline [95% CI]", "Δ v2 vs v1 [95% CI]", "2+2+2 boots"} {
+		if !strings.Contains(string(text), w) {
+			t.Errorf("report.txt lacks %q:\n%s", w, text)
+		}
+	}
+}
