@@ -1,0 +1,202 @@
+// Command trackrate measures how many one-file commits an hour lab track
+// measures on this machine under icount (1 vCPU, uprobe-nop and
+// syscall-count for 1 s each): the issue's target is at least 120.
+//
+// It writes -commits commits onto Debian's 6.12 tree (from lab's cache;
+// each changes one log line of init/main.c, unique to this run, so every
+// build is real), tracks the first one to warm the git source's build
+// folder (a cold build is not what a branch pays per commit), then tracks
+// the rest and prints the wall time, the commits an hour, and where the
+// time went: builds (overlapping the boots) and boots.
+//
+//	go run ./bench/trackrate [-commits 12] [-cache DIR]
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"lab/internal/initramfs"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/track"
+)
+
+func main() {
+	commits := flag.Int("commits", 12, "commits to measure after the warm-up")
+	cache := flag.String("cache", run.DefaultCache(), "lab's cache")
+	flag.Parse()
+	if err := bench(context.Background(), *commits, *cache); err != nil {
+		fmt.Fprintln(os.Stderr, "trackrate:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(ctx context.Context, n int, cache string) error {
+	root, err := initramfs.FindModuleRoot(".")
+	if err != nil {
+		return err
+	}
+	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, func(string, ...any) {})
+	if err != nil {
+		return err
+	}
+	base := tree.BaseHash
+	gitDir := filepath.Join(tree.Dir, ".git")
+	chain, err := commitLogLines(gitDir, base, n+1, time.Now().UTC().Format("20060102T150405"))
+	tree.Close()
+	if err != nil {
+		return err
+	}
+	// The user's tree: a fixed path, so that its build folder stays warm
+	// from one bench to the next; the lab tree's objects (alternates).
+	user := filepath.Join(cache, "bench-trackrate", "linux")
+	os.RemoveAll(user)
+	if err := os.MkdirAll(user, 0o755); err != nil {
+		return err
+	}
+	if err := git(user, "", "init", "-q"); err != nil {
+		return err
+	}
+	os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(gitDir, "objects")+"\n"), 0o644)
+	if err := git(user, "", "update-ref", "refs/heads/main", chain[len(chain)-1]); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "trackrate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	labFile := filepath.Join(work, "trackrate.yaml")
+	os.WriteFile(labFile, []byte(fmt.Sprintf(`name: trackrate
+source:
+  git: %s
+  base: %s
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uprobe-nop, syscall-count]
+  producers: [1]
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: icount
+`, user, base)), 0o644)
+	lab, err := spec.Load(labFile)
+	if err != nil {
+		return err
+	}
+	opt := track.Options{Lab: lab, From: base, To: chain[0], History: filepath.Join(work, "history.db"), CacheDir: cache,
+		ResultsDir: filepath.Join(work, "results"), ModuleRoot: root, Accel: "tcg", Command: []string{"trackrate"}, Out: os.Stderr}
+	start := time.Now()
+	if _, err := track.Run(ctx, opt); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	warm := time.Since(start)
+	opt.From, opt.To = chain[0], chain[len(chain)-1]
+	start = time.Now()
+	res, err := track.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	measured, build, boot := 0, 0.0, 0.0
+	for _, o := range res.Outcomes {
+		if o.State == track.Measured {
+			measured++
+		}
+	}
+	for _, st := range res.Run.Bisect.Steps {
+		build += st.BuildSeconds
+	}
+	for _, b := range res.Run.Boots {
+		boot += bootSeconds(b)
+	}
+	fmt.Printf("trackrate: %d one-file commits (init/main.c), x86_64 1 vCPU icount, uprobe-nop + syscall-count 1 s, %d boots at a time\n",
+		n, res.Run.Bisect.Parallel)
+	fmt.Printf("  warm-up (the parent and the first commit): %s\n", warm.Round(time.Second))
+	fmt.Printf("  %d commits in %s: %.0f commits an hour (target 120); %d measured\n", len(res.Outcomes), took.Round(time.Second),
+		float64(len(res.Outcomes))/took.Hours(), measured)
+	fmt.Printf("  builds %.0f s (%.0f s a commit), boots %.0f s (%.0f s a commit), overlapping\n",
+		build, build/float64(max(len(res.Outcomes), 1)), boot, boot/float64(max(len(res.Run.Boots), 1)))
+	return nil
+}
+
+// bootSeconds is a boot's time from QEMU's start to its end.
+func bootSeconds(b results.Boot) float64 {
+	if b.Outcome == nil {
+		return 0
+	}
+	return b.Outcome.Wall.Seconds()
+}
+
+// commitLogLines writes n commits on base in gitDir (a scratch index: the
+// work tree is not touched), commit k setting init's log line to one of
+// this run's, and returns them oldest first.
+func commitLogLines(gitDir, base string, n int, nonce string) ([]string, error) {
+	index := filepath.Join(os.TempDir(), "trackrate-index-"+nonce)
+	defer os.Remove(index)
+	env := []string{"GIT_DIR=" + gitDir, "GIT_INDEX_FILE=" + index}
+	out := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=lab bench", "-c", "user.email=lab@localhost"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("git %v: %w: %s", args, err, e.String())
+		}
+		return strings.TrimSpace(o.String()), nil
+	}
+	if _, err := out("", "read-tree", base); err != nil {
+		return nil, err
+	}
+	orig, err := out("", "show", base+":init/main.c")
+	if err != nil {
+		return nil, err
+	}
+	const line = "Run %s as init process"
+	if !strings.Contains(orig, line) {
+		return nil, fmt.Errorf("init/main.c of %s has no %q: not the tree this bench expects", base, line)
+	}
+	head := base
+	var chain []string
+	for k := 1; k <= n; k++ {
+		changed := strings.Replace(orig, line, fmt.Sprintf("Run %%s as init process (bench %s/%d)", nonce, k), 1) + "\n"
+		blob, err := out(changed, "hash-object", "-w", "--stdin")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := out("", "update-index", "--cacheinfo", "100644,"+blob+",init/main.c"); err != nil {
+			return nil, err
+		}
+		tree, err := out("", "write-tree")
+		if err != nil {
+			return nil, err
+		}
+		if head, err = out("", "commit-tree", tree, "-p", head, "-m", fmt.Sprintf("init: log line %d", k)); err != nil {
+			return nil, err
+		}
+		chain = append(chain, head)
+	}
+	return chain, nil
+}
+
+func git(dir, stdin string, args ...string) error {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %v: %w: %s", args, err, out)
+	}
+	return nil
+}
