@@ -85,6 +85,9 @@ func (f *bisectFlags) options(inv invocation) (bisect.Options, error) {
 	if err != nil {
 		return bisect.Options{}, err
 	}
+	if len(lab.Versions) > 0 && !f.good.IsSet() {
+		return bisect.Options{}, usagef("bisect follows one series, and lab %s has %d (versions:): bisect one in a lab with series: (lab run measures several)", lab.Name, len(lab.Versions))
+	}
 	if err := f.lab.Apply(lab); err != nil {
 		return bisect.Options{}, err
 	}

@@ -369,6 +369,18 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 		return opt, nil, err
 	}
 	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
+	if len(lab.Versions) > 0 {
+		// A lab of several series (versions:): opened as lab run
+		// --series A --series B opens them.
+		if opt.Several, done, err = openVersions(lab, command); err != nil {
+			return opt, nil, err
+		}
+		defer func() {
+			if err != nil {
+				done()
+			}
+		}()
+	}
 	if s != nil {
 		opt.Series, opt.SaveLab, opt.LabHeader, opt.RepeatFlags = s, true, header, repeatFlags(fs, inv.raw[1:])
 	}

@@ -147,3 +147,26 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 	}
 	return opt, done, nil
 }
+
+// openVersions opens the series of a lab of several (versions:), each
+// named as the lab names it; done closes them. Only lab run measures
+// several.
+func openVersions(lab *spec.Lab, command string) (named []run.NamedSeries, done func(), err error) {
+	if command != "run" {
+		return nil, nil, usagef("%s takes one series, and lab %s has %d (versions:): several are for lab run", command, lab.Name, len(lab.Versions))
+	}
+	closeAll := func() {
+		for _, n := range named {
+			n.Series.Close()
+		}
+	}
+	for i, v := range lab.Versions {
+		s, err := lab.OpenVersion(i)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: versions: %s: %w", lab.Path, v.Name, err)
+		}
+		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
+	}
+	return named, closeAll, nil
+}

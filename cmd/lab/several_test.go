@@ -133,3 +133,50 @@ func TestRunSeveralSeriesRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A lab file of several series (versions:) runs as lab run --series A
+// --series B does; --series replaces them; lab build refuses them.
+func TestLabFileVersions(t *testing.T) {
+	root, _ := newCheckout(t)
+	t.Setenv("LAB_ROOT", root)
+	lab := filepath.Join(root, "labs", "v.yaml")
+	writeFile(t, lab, strings.Replace(good, "series: ok\n", "versions:\n  - {name: first, series: ok}\n  - {name: second, series: ../patches/ok}\n", 1))
+	options := func(command string, extra ...string) (run.Options, func(), error) {
+		fs := flag.NewFlagSet("lab "+command, flag.ContinueOnError)
+		var labFlags spec.Flags
+		var runFlags run.Flags
+		var ser flagval.Repeated
+		labFlags.RegisterFlags(fs)
+		runFlags.RegisterFlags(fs)
+		registerSeries(fs, &ser)
+		raw := append([]string{command, lab}, extra...)
+		args, err := parseInterleaved(fs, raw[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runOptions(invocation{args: args, raw: raw, out: &strings.Builder{}}, fs, &labFlags, &runFlags, &ser)
+	}
+	opt, done, err := options("run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if len(opt.Several) != 2 || opt.Several[0].Variant != "first" || opt.Several[1].Variant != "second" || opt.Series != nil {
+		t.Errorf("several %+v, series %v", opt.Several, opt.Series)
+	}
+	opt, done, err = options("run", "--series", filepath.Join(root, "patches", "ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done()
+	if len(opt.Several) != 0 || opt.Series == nil {
+		t.Errorf("--series did not replace the versions: several %+v", opt.Several)
+	}
+	code, _, stderr := labIn(t, root, nil, "bisect", lab)
+	if code != 2 || !strings.Contains(stderr, "bisect follows one series, and lab corpus has 2 (versions:)") {
+		t.Errorf("lab bisect of a lab of several: exit %d, %s", code, stderr)
+	}
+	if _, _, err := options("build"); err == nil || !strings.Contains(err.Error(), "build takes one series, and lab corpus has 2 (versions:): several are for lab run") {
+		t.Errorf("lab build of a lab of several: %v", err)
+	}
+}

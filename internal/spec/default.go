@@ -120,6 +120,9 @@ func LoadWith(path string, s *series.Series) (*Lab, error) {
 // reads. The caller closes it (series.Series.Close), which removes what
 // Open wrote for an mbox.
 func (l *Lab) OpenSeries() (*series.Series, error) {
+	if l.Series == "" && len(l.Versions) > 0 {
+		return nil, fmt.Errorf("lab %s has %d series (versions:), and this takes one: lab run measures several; to bisect or build one, give it as --series or in a lab with series:", l.Name, len(l.Versions))
+	}
 	p := l.SeriesPath()
 	if !isPath(l.Series) {
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
@@ -128,6 +131,13 @@ func (l *Lab) OpenSeries() (*series.Series, error) {
 		}
 	}
 	return series.Open(p, nil, "")
+}
+
+// OpenVersion opens the series of the lab's version i (see OpenSeries).
+func (l *Lab) OpenVersion(i int) (*series.Series, error) {
+	one := *l
+	one.Series, one.Versions = l.Versions[i].Series, nil
+	return one.OpenSeries()
 }
 
 // SeriesPath is where the series is: patches/NAME under Root for a name,

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lab/internal/variant"
 )
 
 // Host is what a lab is checked against on the machine that runs it, and
@@ -177,4 +179,36 @@ func joinInts(x []int) string {
 		s = append(s, strconv.Itoa(v))
 	}
 	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// validateVersions checks a lab of several series (versions:): two or
+// more, each named as a variant (a path-safe word, not "baseline") once,
+// each with its series; and no series: beside them.
+func (l *Lab) validateVersions(at func(msg string, keys ...string) error) error {
+	if l.Series != "" {
+		return at("give series: (one series) or versions: (several), not both", "versions")
+	}
+	if len(l.Versions) < 2 {
+		return at(fmt.Sprintf("versions: %d series: a lab of several needs two or more (one is series:)", len(l.Versions)), "versions")
+	}
+	seen := map[string]bool{}
+	for i, v := range l.Versions {
+		key := fmt.Sprint(i)
+		if _, err := variant.Name(v.Name); err != nil {
+			return at("versions: "+err.Error(), "versions", key, "name")
+		}
+		if seen[v.Name] {
+			return at(fmt.Sprintf("versions: two are named %s: each names a kernel and a report column", v.Name), "versions", key, "name")
+		}
+		seen[v.Name] = true
+		if v.Series == "" {
+			return at(fmt.Sprintf("versions: %s has no series: (a folder under patches/, or a path such as ./v2.mbx)", v.Name), "versions", key)
+		}
+		if !isPath(v.Series) {
+			if err := checkName("series", v.Series); err != nil {
+				return at("versions: "+err.Error(), "versions", key, "series")
+			}
+		}
+	}
+	return nil
 }

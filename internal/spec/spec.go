@@ -45,6 +45,14 @@ const (
 	DefaultPackage = "linux-source-6.12"
 )
 
+// Version is one series of a lab of several: the name its kernel and its
+// report column go by ("v2"), and the series as series: takes it (a name
+// under patches/ or a path).
+type Version struct {
+	Name   string `yaml:"name"`
+	Series string `yaml:"series"`
+}
+
 // Lab is one lab file.
 //
 // The yaml tags' options (omitempty, flow) are for YAML, which writes a
@@ -57,11 +65,15 @@ type Lab struct {
 	// path, relative to the lab file's folder, of anything series.Open
 	// reads: a series folder, an mbox, one mail, a diff ("./series",
 	// "../v2.mbx"). A value with a / in it is a path.
-	Series string   `yaml:"series"`
-	Mode   string   `yaml:"mode"`
-	Config []string `yaml:"config,flow"`
-	Matrix Matrix   `yaml:"matrix"`
-	Claims []Claim  `yaml:"claims,omitempty"`
+	Series string `yaml:"series,omitempty"`
+	// Versions are the series of a lab of several (v1 and v2 of a series,
+	// or two approaches), instead of Series: a kernel each, named by Name,
+	// against one baseline (lab run --series A --series B from a file).
+	Versions []Version `yaml:"versions,omitempty"`
+	Mode     string    `yaml:"mode"`
+	Config   []string  `yaml:"config,flow"`
+	Matrix   Matrix    `yaml:"matrix"`
+	Claims   []Claim   `yaml:"claims,omitempty"`
 	// ConsoleExpect are regular expressions every boot's console must
 	// match, e.g. a KUnit test's "ok" line: a boot without them fails.
 	ConsoleExpect []string `yaml:"console_expect,omitempty"`
@@ -246,7 +258,7 @@ func parseLab(path string, data []byte, h Host, with *series.Series) (*Lab, erro
 	lab.Root = FindRoot(filepath.Dir(abs))
 	lab.doc = d
 	if with != nil {
-		lab.Series = with.Dir
+		lab.Series, lab.Versions = with.Dir, nil // --series replaces the lab's series, one or several
 	}
 	lab.setDefaults(d)
 	if err := lab.validate(d); err != nil {
@@ -319,6 +331,9 @@ func (l *Lab) validate(d *doc) error {
 	case ModeApply, ModeRevert, ModeAuto:
 	default:
 		return at(fmt.Sprintf("mode %q: want %q, %q or %q (lab tries both)", l.Mode, ModeApply, ModeRevert, ModeAuto), "mode")
+	}
+	if len(l.Versions) > 0 {
+		return l.validateVersions(at)
 	}
 	if l.Series == "" {
 		return at("missing key \"series\" (a folder under patches/, or a path such as ./v2.mbx)")
@@ -532,6 +547,16 @@ var numaNode = regexp.MustCompile(`numa node (\d+): (\w+)`)
 func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 	at := func(msg string, keys ...string) error {
 		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
+	}
+	for i, v := range l.Versions {
+		s, err := l.OpenVersion(i)
+		if err != nil {
+			return at(fmt.Sprintf("versions: %s: series %q: %v", v.Name, v.Series, err), "versions", fmt.Sprint(i), "series")
+		}
+		s.Close()
+		if with == nil {
+			with = s // the first version's base-commit is the lab's
+		}
 	}
 	if with == nil {
 		s, err := l.OpenSeries()
