@@ -9,6 +9,7 @@ import (
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
 	"lab/internal/run"
+	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/spec"
 	"lab/internal/variant"
@@ -110,12 +111,16 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 	}()
 	first := named[0].Series
 	var lab *spec.Lab
+	given := "--series " + strings.Join(sers.V, " --series ")
+	var header string
 	if len(inv.args) == 1 {
 		lab, err = spec.LoadWith(inv.args[0], first)
+		header = fmt.Sprintf("%s with %s", inv.args[0], given)
 	} else {
 		host := spec.ReadHost()
 		host.KVMArch = kvmArch(runFlags.Accel.V)
 		lab, err = spec.Default(labName(first), first, host)
+		header = fmt.Sprintf("made by lab run %s, for this host (%s)", given, shapeWords(host))
 	}
 	if err != nil {
 		return opt, nil, err
@@ -127,7 +132,8 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 	if err != nil {
 		return opt, nil, err
 	}
-	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Several: named}
+	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Several: named,
+		SaveLab: true, LabHeader: header, RepeatFlags: repeatFlags(fs, inv.raw[1:])}
 	if err := runFlags.Apply(&opt, root); err != nil {
 		return opt, nil, usageError{err.Error()}
 	}
@@ -137,13 +143,18 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 	}
 	fmt.Fprintf(inv.out, "lab: %d series, a kernel each against one baseline:\n%s\n", len(named), strings.Join(lines, "\n"))
 	if len(inv.args) == 0 {
+		// The lab lab made: shown before anything runs, as the run
+		// folder will keep it.
 		shown := *lab
 		shown.Series = ""
-		text, err := shown.YAML(fmt.Sprintf("made by lab run --series %s, for this host", strings.Join(sers.V, " --series ")))
+		for _, n := range named {
+			shown.Versions = append(shown.Versions, spec.Version{Name: string(n.Variant), Series: runfolder.SeriesRefOf(string(n.Variant))})
+		}
+		text, err := shown.YAML(header)
 		if err != nil {
 			return opt, nil, err
 		}
-		fmt.Fprintf(inv.out, "lab: no lab file: this lab (repeat the run with the same command line):\n%s\n", text)
+		fmt.Fprintf(inv.out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesRefOf("NAME"), text)
 	}
 	return opt, done, nil
 }

@@ -56,8 +56,8 @@ func TestRunSeveralSeriesOptions(t *testing.T) {
 	if opt.Series != nil || len(opt.Several) != 2 || opt.Several[0].Variant != "v2" || opt.Several[1].Variant != "v3" {
 		t.Fatalf("series %v, several %+v", opt.Series, opt.Several)
 	}
-	if opt.Lab.Matrix.Boots != 2 || opt.SaveLab {
-		t.Errorf("boots %d, save lab %v", opt.Lab.Matrix.Boots, opt.SaveLab)
+	if opt.Lab.Matrix.Boots != 2 || !opt.SaveLab || len(opt.RepeatFlags) != 0 {
+		t.Errorf("boots %d, save lab %v, repeat flags %q", opt.Lab.Matrix.Boots, opt.SaveLab, opt.RepeatFlags)
 	}
 	for _, want := range []string{"lab: 2 series, a kernel each against one baseline:\n  v2: [PATCH v2 0/2] corpus: two steps", "  v3: [PATCH v3 0/2]"} {
 		if !strings.Contains(out.String(), want) {

@@ -264,6 +264,19 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 // run's lab file and lab run lab.yaml as the command that repeats it.
 func (r *Runner) saveLab() error {
 	f := r.folder()
+	saved := *r.lab
+	if len(r.opt.Several) > 0 {
+		// A run of several: each series beside lab.yaml (series-v2),
+		// named in its versions:.
+		saved.Series, saved.Versions = "", nil
+		for _, n := range r.opt.Several {
+			if _, err := series.Open(n.Series.Dir, nil, f.SeriesOf(string(n.Variant))); err != nil {
+				return fmt.Errorf("keep series %s in the run folder: %w", n.Variant, err)
+			}
+			saved.Versions = append(saved.Versions, spec.Version{Name: string(n.Variant), Series: runfolder.SeriesRefOf(string(n.Variant))})
+		}
+		return r.writeLab(saved, fmt.Sprintf("%d series: %s", len(r.opt.Several), f.SeriesOf("*")))
+	}
 	ser, done, err := r.series()
 	if err != nil {
 		return err
@@ -272,8 +285,14 @@ func (r *Runner) saveLab() error {
 	if _, err := series.Open(ser.Dir, nil, f.Series()); err != nil {
 		return fmt.Errorf("keep the series in the run folder: %w", err)
 	}
-	saved := *r.lab
 	saved.Series = runfolder.SeriesRef
+	return r.writeLab(saved, "series: "+f.Series())
+}
+
+// writeLab writes lab.yaml into the run folder, and records it as the
+// run's lab file and lab run lab.yaml as the command that repeats it.
+func (r *Runner) writeLab(saved spec.Lab, series string) error {
+	f := r.folder()
 	header := r.opt.LabHeader
 	if header != "" {
 		header += "\n"
@@ -288,7 +307,7 @@ func (r *Runner) saveLab() error {
 	}
 	r.run.LabFile, r.run.LabSHA256 = f.Lab(), fmt.Sprintf("%x", sha256.Sum256(data))
 	r.run.Repeat = append([]string{"lab", "run", f.Lab()}, r.opt.RepeatFlags...)
-	r.logf("lab: %s (series: %s)", f.Lab(), f.Series())
+	r.logf("lab: %s (%s)", f.Lab(), series)
 	return nil
 }
 

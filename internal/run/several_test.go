@@ -143,3 +143,44 @@ func TestRunSeveralReport(t *testing.T) {
 		}
 	}
 }
+
+// A run of several series given on the command line keeps its lab (with
+// versions:) and each series' files in its folder: lab run RUN/lab.yaml
+// repeats it.
+func TestRunSeveralKeepsItsLabAndSeries(t *testing.T) {
+	s := listSeries(t)
+	lab, err := spec.Default("v2_x", s, spec.Host{MemoryMiB: 4096, CPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Matrix.Benchmarks = []string{"uprobe-nop"}
+	var out bytes.Buffer
+	opt := Options{Lab: lab, ResultsDir: t.TempDir(), Out: &out, Command: []string{"lab", "run"}, Parallel: 1,
+		Several: []NamedSeries{{"v1", s}, {"v2", s}}, SaveLab: true, LabHeader: "made by a test"}
+	res, dir, err := runImpl(context.Background(), opt, tcgHost(), &fakeEnv{})
+	t.Logf("%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := runfolder.Folder{Dir: dir}
+	if res.LabFile != f.Lab() || len(res.Repeat) != 3 || res.Repeat[2] != f.Lab() {
+		t.Errorf("lab file %s, repeat %q", res.LabFile, res.Repeat)
+	}
+	again, err := spec.Load(f.Lab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Series != "" || len(again.Versions) != 2 || again.Versions[1] != (spec.Version{Name: "v2", Series: "./series-v2"}) {
+		t.Fatalf("saved lab: series %q, versions %+v", again.Series, again.Versions)
+	}
+	for i := range again.Versions {
+		ser, err := again.OpenVersion(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ser.Hash() != s.Hash() {
+			t.Errorf("version %d kept as %s, a series other than the one run", i, ser.Dir)
+		}
+		ser.Close()
+	}
+}

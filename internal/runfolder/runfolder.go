@@ -45,6 +45,13 @@ func (f Folder) Lab() string { return filepath.Join(f.Dir, LabFile) }
 // Series is the folder of the series' patch files.
 func (f Folder) Series() string { return filepath.Join(f.Dir, SeriesDir) }
 
+// SeriesOf is the folder of the patch files of series v of a run of
+// several (series-v2); SeriesRefOf is lab.yaml's path to it.
+func (f Folder) SeriesOf(v string) string { return filepath.Join(f.Dir, SeriesRefOf(v)) }
+
+// SeriesRefOf is lab.yaml's series: for version v of a run of several.
+func SeriesRefOf(v string) string { return SeriesRef + "-" + v }
+
 // Log is the path of a log the run writes beside its results
 // ("build-x86_64-patched.log").
 func (f Folder) Log(name string) string { return filepath.Join(f.Dir, name) }
