@@ -77,7 +77,10 @@ func bench(ctx context.Context, n int, cache string) error {
 	}
 	defer os.RemoveAll(work)
 	labFile := filepath.Join(work, "trackrate.yaml")
+	// A lab names a series; lab track measures the branch and ignores it.
 	os.WriteFile(labFile, []byte(fmt.Sprintf(`name: trackrate
+series: uprobe-srcu
+mode: revert
 source:
   git: %s
   base: %s

@@ -234,7 +234,15 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		}
 		return nil
 	}
-	culprits, err := track.Resolve(ctx, store, b.lab.Name, sus, b.bisect, func(format string, args ...any) {
+	// A bisect takes the history's boots of its ends (icount).
+	ends := map[[2]string]*bisect.Ends{}
+	for _, s := range sus {
+		ends[[2]string{s.Good.Hash, s.Bad.Hash}] = track.EndObs(h, s)
+	}
+	do := func(ctx context.Context, good, bad string, fig results.Figure) (string, string, string, error) {
+		return b.bisect(ctx, good, bad, fig, ends[[2]string{good, bad}])
+	}
+	culprits, err := track.Resolve(ctx, store, b.lab.Name, sus, do, func(format string, args ...any) {
 		fmt.Fprintf(b.inv.out, format+"\n", args...)
 	})
 	for _, c := range culprits {
@@ -250,12 +258,13 @@ func (b trackBisect) shapeFlags(s track.Suspect) []string {
 	return []string{fmt.Sprintf("--arch=%s", k.Arch), fmt.Sprintf("--cpus=%d", k.CPUs)}
 }
 
-// bisect runs lab bisect on good..bad in the suspect's lab and adds its
-// boots to the history; its kernels come from the content cache.
-func (b trackBisect) bisect(ctx context.Context, good, bad string, fig results.Figure) (string, string, string, error) {
+// bisect runs lab bisect on good..bad in the suspect's lab, starting from
+// the ends' boots the history has, and adds its boots to the history; its
+// kernels come from the content cache.
+func (b trackBisect) bisect(ctx context.Context, good, bad string, fig results.Figure, ends *bisect.Ends) (string, string, string, error) {
 	opt := bisect.Options{Lab: b.lab, CacheDir: b.ro.CacheDir, ResultsDir: b.ro.ResultsDir, ModuleRoot: b.root, Accel: b.ro.Accel,
 		Jobs: b.ro.Jobs, Command: []string{"lab", "bisect", b.labFile, "--good", good, "--bad", bad, "--benchmark", fig.Benchmark},
-		Out: b.inv.out, Figure: &fig, Good: good, Bad: bad, Sandbox: b.ro.Sandbox, Parallel: b.ro.Parallel}
+		Out: b.inv.out, Figure: &fig, Good: good, Bad: bad, Sandbox: b.ro.Sandbox, Parallel: b.ro.Parallel, Ends: ends}
 	r, dir, err := bisect.Run(ctx, opt)
 	if r != nil && dir != "" {
 		popt := publish.Options{ReportDir: runfolder.Folder{Dir: dir}.Report(), Out: b.inv.out}

@@ -28,8 +28,11 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 		b.pending[k] = q[1:]
 		b.mu.Unlock()
 		from := "a boot of the ends that chose the figure"
-		if b.opt.Run {
+		switch {
+		case b.opt.Run:
 			from = "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
+		case b.opt.Ends != nil:
+			from = "an earlier boot of this commit (the history's)"
 		}
 		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, from)
 		return q[0], nil

@@ -51,7 +51,14 @@ type Options struct {
 	// CPUs under icount). A wall-clock bisect boots one at a time.
 	Parallel int
 	Host     *run.Host
+	// Ends are boots of the good and bad ends measured before, under
+	// icount (lab track --bisect hands over the history's): the search
+	// takes them before it boots an end.
+	Ends *Ends
 }
+
+// Ends are earlier boots of a bisect's good and bad ends.
+type Ends struct{ Good, Bad []Obs }
 
 // Run carries out a bisect and returns its record (also when it fails
 // part-way) and folder.
@@ -218,6 +225,10 @@ func (b *bisector) prepare(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if e := b.opt.Ends; e != nil && b.plan.Clock == results.ClockICount && len(b.steps) > 1 {
+		b.pending[0] = append(b.pending[0], e.Good...)
+		b.pending[len(b.steps)-1] = append(b.pending[len(b.steps)-1], e.Bad...)
 	}
 	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log, Progress: b.rep.Build, Sandboxed: b.opt.Sandbox}
 	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)

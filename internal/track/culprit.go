@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"lab/internal/bisect"
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/results"
@@ -120,4 +121,69 @@ func Command(labFile string, s Suspect, extra []string) string {
 	}
 	args = append(args, extra...)
 	return strings.Join(args, " ")
+}
+
+// EndObs are the history's boots of a suspect's ends, as lab bisect takes
+// them (the followed figure, the controls' rates of the same boot), so
+// that a bisect of a tracked branch boots no end again. Under icount only:
+// wall-clock boots of another session are not comparable with new ones.
+func EndObs(h *historyreport.History, s Suspect) *bisect.Ends {
+	var fig *historyreport.Series
+	for i := range h.Series {
+		k := h.Series[i].Key
+		if slices.Contains(s.Series, k) && k.Benchmark == s.Figure.Benchmark && k.Producers == s.Figure.Producers &&
+			(k.Metric == history.MetricScaling) == s.Figure.Scaling {
+			fig = &h.Series[i]
+			break
+		}
+	}
+	if fig == nil || fig.Key.Clock != history.ClockICount {
+		return nil
+	}
+	// The controls of the same shape: one boot's rate each.
+	var controls []*historyreport.Series
+	for i := range h.Series {
+		k := h.Series[i].Key
+		if h.Series[i].Control && k.Producers == 1 && k.Metric == history.MetricRate && k.Tool == "" &&
+			k.Lab == fig.Key.Lab && k.Variant == fig.Key.Variant && k.Arch == fig.Key.Arch && k.CPUs == fig.Key.CPUs &&
+			k.Topology == fig.Key.Topology && k.Clock == fig.Key.Clock && k.Accel == fig.Key.Accel && k.HostClass == fig.Key.HostClass {
+			controls = append(controls, &h.Series[i])
+		}
+	}
+	obs := func(commit string) []bisect.Obs {
+		var out []bisect.Obs
+		for _, l := range fig.Levels {
+			if l.Commit != commit {
+				continue
+			}
+			for j, boot := range l.Boots {
+				o := bisect.Obs{Value: l.Values[j], Controls: map[string]float64{}}
+				for _, c := range controls {
+					if v, ok := valueOf(c, l.RunID, commit, boot); ok {
+						o.Controls[c.Key.Benchmark] = v
+					}
+				}
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	e := &bisect.Ends{Good: obs(s.Good.Hash), Bad: obs(s.Bad.Hash)}
+	if len(e.Good) == 0 && len(e.Bad) == 0 {
+		return nil
+	}
+	return e
+}
+
+// valueOf is a series' figure of one boot.
+func valueOf(s *historyreport.Series, run, commit string, boot int) (float64, bool) {
+	for _, l := range s.Levels {
+		if l.RunID != run || l.Commit != commit {
+			continue
+		}
+		if j := slices.Index(l.Boots, boot); j >= 0 {
+			return l.Values[j], true
+		}
+	}
+	return 0, false
 }

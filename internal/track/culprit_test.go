@@ -91,6 +91,20 @@ func TestSuspectsAndCulprits(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("suspects %v, want %v", got, tc.want)
 			}
+			if tc.every > 1 {
+				// The history's boots of the ends go to the bisect.
+				s := sus[0]
+				e := EndObs(h, s)
+				if e == nil || len(e.Good) != 1 || len(e.Bad) != 1 {
+					t.Fatalf("ends of %s..%s: %+v, want one boot each", s.Good.Hash, s.Bad.Hash, e)
+				}
+				if e.Good[0].Value != level(s.Good.Seq)*(1+1e-5*float64(s.Good.Seq%3)) || e.Good[0].Controls["syscall-count"] == 0 {
+					t.Errorf("good end %+v: want its uprobe-nop and its syscall-count", e.Good[0])
+				}
+				if e.Bad[0].Value >= e.Good[0].Value {
+					t.Errorf("bad end %v not below the good end %v", e.Bad[0].Value, e.Good[0].Value)
+				}
+			}
 			var asked []string
 			bisect := func(ctx context.Context, good, bad string, fig results.Figure) (string, string, string, error) {
 				asked = append(asked, fmt.Sprintf("%s..%s %s", good, bad, fig))

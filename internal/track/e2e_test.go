@@ -135,7 +135,11 @@ func TestTrackFindsThePlantedCommits(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { os.RemoveAll(source.GitTreeDir(cache, user)) })
+	// A lab names a series; lab track measures the branch and ignores it.
+	testenv.WriteSeries(t, tree.Dir, root, "track-e2e", []testenv.Edit{docEdit(99)})
 	labFile := testenv.WriteLab(t, root, "track-e2e", fmt.Sprintf(`name: track-e2e
+series: track-e2e
+mode: apply
 source:
   git: %s
   base: %s
