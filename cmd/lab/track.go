@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -127,6 +129,13 @@ func (f *trackFlags) track(ctx context.Context, fs *flag.FlagSet, inv invocation
 	where, err := f.history.target(ro.ResultsDir)
 	if err != nil {
 		return err
+	}
+	if where == filepath.Join(ro.ResultsDir, HistoryFile) {
+		// The default history is asked before the track makes its
+		// folder: the results folder must be there.
+		if err := os.MkdirAll(ro.ResultsDir, 0o755); err != nil {
+			return err
+		}
 	}
 	opt := track.Options{Lab: lab, From: f.from.V, To: f.to.V, Every: f.every.V, Shard: ro.Shard, History: where,
 		CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel, Jobs: ro.Jobs,
