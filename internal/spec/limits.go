@@ -54,8 +54,9 @@ const MaxMeasure = 24 * time.Hour
 
 // validateTimes checks duration and warm-up: whole seconds (the guest takes
 // one sample a second and is told whole seconds: 1.5s would become 1s), and
-// a run that measures for at most MaxMeasure.
-func (m *Matrix) validateTimes(at func(msg string, keys ...string) error) error {
+// a run that measures for at most MaxMeasure, booting each of its kernels
+// (2: baseline and patched; a lab of several, one more per series).
+func (m *Matrix) validateTimes(at func(msg string, keys ...string) error, kernels int) error {
 	d, w := m.Duration.Duration, m.Warmup.Duration
 	switch {
 	case d < time.Second:
@@ -68,7 +69,7 @@ func (m *Matrix) validateTimes(at func(msg string, keys ...string) error) error 
 		return at(fmt.Sprintf("warmup %v: lab warms up whole seconds: write %v or %v", w, w.Truncate(time.Second), w.Truncate(time.Second)+time.Second), "matrix", "warmup")
 	}
 	units := m.measureUnits()
-	total := float64(m.Boots) * 2 * units * (d + w).Seconds()
+	total := float64(m.Boots) * float64(kernels) * units * (d + w).Seconds()
 	if total <= MaxMeasure.Seconds() {
 		return nil
 	}
@@ -76,8 +77,8 @@ func (m *Matrix) validateTimes(at func(msg string, keys ...string) error) error 
 	if d >= time.Minute || w >= time.Minute {
 		key = "duration"
 	}
-	return at(fmt.Sprintf("this run would measure for %s (%d boots × 2 variants × %g benchmark runs per boot × (%s + %s warm-up)): lab runs at most %s; %s",
-		human(total), m.Boots, units, short(d), short(w), short(MaxMeasure), m.whatFits(units)), "matrix", key)
+	return at(fmt.Sprintf("this run would measure for %s (%d boots × %d variants × %g benchmark runs per boot × (%s + %s warm-up)): lab runs at most %s; %s",
+		human(total), m.Boots, kernels, units, short(d), short(w), short(MaxMeasure), m.whatFits(units, kernels)), "matrix", key)
 }
 
 // measureUnits is how many benchmark runs (a benchmark at a producer
@@ -96,9 +97,9 @@ func (m *Matrix) measureUnits() float64 {
 
 // whatFits says which duration or boots would keep the run within
 // MaxMeasure.
-func (m *Matrix) whatFits(units float64) string {
+func (m *Matrix) whatFits(units float64, kernels int) string {
 	var ok []string
-	perBoot := 2 * units
+	perBoot := float64(kernels) * units
 	if d := math.Floor(MaxMeasure.Seconds()/(float64(m.Boots)*perBoot)) - m.Warmup.Seconds(); d >= 1 {
 		ok = append(ok, fmt.Sprintf("duration: %s", short(time.Duration(min(d, m.Duration.Seconds()))*time.Second)))
 	}

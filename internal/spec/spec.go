@@ -332,13 +332,14 @@ func (l *Lab) validate(d *doc) error {
 	default:
 		return at(fmt.Sprintf("mode %q: want %q, %q or %q (lab tries both)", l.Mode, ModeApply, ModeRevert, ModeAuto), "mode")
 	}
-	if len(l.Versions) > 0 {
-		return l.validateVersions(at)
-	}
-	if l.Series == "" {
+	switch {
+	case len(l.Versions) > 0:
+		if err := l.validateVersions(at); err != nil {
+			return err
+		}
+	case l.Series == "":
 		return at("missing key \"series\" (a folder under patches/, or a path such as ./v2.mbx)")
-	}
-	if !isPath(l.Series) {
+	case !isPath(l.Series):
 		if err := checkName("series", l.Series); err != nil {
 			return at(err.Error(), "series")
 		}
@@ -348,7 +349,7 @@ func (l *Lab) validate(d *doc) error {
 			return at(err.Error(), "config", fmt.Sprint(i))
 		}
 	}
-	if err := l.Matrix.validate(at, d, l.host); err != nil {
+	if err := l.Matrix.validate(at, d, l.host, max(2, 1+len(l.Versions))); err != nil {
 		return err
 	}
 	for i, name := range l.Tools {
@@ -385,7 +386,7 @@ func (l *Lab) validate(d *doc) error {
 
 // validate checks the matrix; at makes an error at the line of a key path,
 // d says which keys the file gave (nil after the command-line flags).
-func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h Host) error {
+func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h Host, kernels int) error {
 	for i, name := range m.Arch {
 		a, err := arch.Lookup(name)
 		if err != nil {
@@ -454,7 +455,7 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h H
 	if m.Boots < 1 {
 		return at(fmt.Sprintf("boots %d: want at least 1 (4 or more for p < 0.05)", m.Boots), "matrix", "boots")
 	}
-	if err := m.validateTimes(at); err != nil {
+	if err := m.validateTimes(at, kernels); err != nil {
 		return err
 	}
 	switch m.Measure {

@@ -67,3 +67,12 @@ func TestVersionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A lab of several boots each kernel: the time limit counts them all.
+func TestVersionsTimeLimit(t *testing.T) {
+	src := "name: t\nversions:\n  - {name: v1, series: s1}\n  - {name: v2, series: s1}\n  - {name: v3, series: s1}\nmatrix:\n  duration: 5h\n  boots: 10\n"
+	_, _, err := parse(t, src)
+	if err == nil || !strings.Contains(err.Error(), "(10 boots × 4 variants × 3 benchmark runs per boot") {
+		t.Errorf("err = %v", err)
+	}
+}
