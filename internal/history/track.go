@@ -112,11 +112,14 @@ type Where struct {
 func Topology(b results.Boot) string { return topologyOf(b) }
 
 // Measured maps each commit the history has a delivered boot of, in the
-// shape and on the host of w, to its kernel image's sha256.
+// shape and on the host of w, to its kernel image's sha256. Only commits
+// whose place along the branch is known count: a commit a bisect alone
+// measured is measured again by a track, which records its place (and
+// so sorts the bisect's boots of it too).
 func (s *Store) Measured(ctx context.Context, w Where) (map[string]string, error) {
 	rows, err := s.db.QueryContext(ctx, s.d.q(`SELECT DISTINCT b.commit_id, b.image_sha256
-		FROM boots b JOIN runs r ON r.id = b.run
-		WHERE b.failure = '' AND b.commit_id != '' AND r.lab = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ?
+		FROM boots b JOIN runs r ON r.id = b.run JOIN commits c ON c.commit_id = b.commit_id
+		WHERE b.failure = '' AND r.lab = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ?
 		AND b.clock = ? AND b.accel = ? AND b.host_cpu_model = ? AND b.host_cpus = ?`),
 		w.Lab, w.Arch, w.CPUs, w.Topology, w.Clock, w.Accel, w.HostCPUModel, w.HostCPUs)
 	if err != nil {

@@ -54,10 +54,14 @@ func TestTrackQueries(t *testing.T) {
 			t.Run("measured commits are those of this shape and host", func(t *testing.T) {
 				s := mustOpen(t, d.new(t))
 				defer s.Close()
-				r := fakeRun("lab", "r1", 3)
+				r := fakeRun("lab", "r1", 4)
 				r.Boots[2].Failure = "panic"
 				r.Boots[2].Commit = "c-failed"
-				mustAdd(t, s, r, 3)
+				r.Boots[3].Commit = "c-no-place" // a bisect's: no place along the branch
+				for i, seq := range []int{1, 2, 3, 0} {
+					r.Boots[i].CommitSeq = seq
+				}
+				mustAdd(t, s, r, 4)
 				b := r.Boots[0]
 				w := Where{Lab: "lab", Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostCPUModel: b.Host.CPUModel, HostCPUs: b.Host.CPUs}
 				got, err := s.Measured(ctx, w)
