@@ -69,6 +69,18 @@ func buildColumns(d *Document, kernels []variant.Variant, boots []results.Boot, 
 // the baseline, each against the one before; claims per series.
 func buildSeveral(d *Document, r *results.Run) {
 	series := r.SeriesVariants()
+	// The provenance names every series and its patches, each with its
+	// kernel's name.
+	ri := &d.Runs[0]
+	var titles []string
+	ri.Patches = nil
+	for _, s := range r.SeriesList {
+		titles = append(titles, fmt.Sprintf("%s: %s", s.Variant, seriesProvenance(s)))
+		for _, p := range runInfo(&results.Run{Series: s}, "", "").Patches {
+			ri.Patches = append(ri.Patches, fmt.Sprintf("%s %s", s.Variant, p))
+		}
+	}
+	ri.Series = strings.Join(titles, "; ")
 	buildColumns(d, variant.Kernels(series), r.Boots, variant.Comparisons(series), func(b []results.Boot) []verdict.Table {
 		cr := *r
 		cr.Boots = b

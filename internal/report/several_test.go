@@ -16,7 +16,8 @@ import (
 // and v2 boots as often, its uprobe-nop k times v1's.
 func severalRun(k float64) *results.Run {
 	r := fakeRun()
-	r.SeriesList = []results.Series{{Name: "fake", Variant: "v1", Mode: "apply", ModeReason: "apply: no series is in the source"}, {Name: "fake-v2", Variant: "v2", Mode: "apply"}}
+	r.SeriesList = []results.Series{{Name: "fake", Variant: "v1", Mode: "apply", ModeReason: "apply: no series is in the source", Patches: r.Series.Patches},
+		{Name: "fake-v2", Variant: "v2", Mode: "apply"}}
 	n := len(r.Boots)
 	for i := range n {
 		if r.Boots[i].Variant != variant.Patched {
@@ -79,7 +80,8 @@ func TestSeveralSeriesReport(t *testing.T) {
 			" baseline M/s ", " v1 M/s ", " v2 M/s ", "Δ v1 vs baseline [95% CI]", "Δ v2 vs baseline [95% CI]", "Δ v2 vs v1 [95% CI]",
 			"5+5+5 boots", "claim: v2: uprobe-nop, producers 1: patched faster: REPRODUCED"}},
 		{"markdown", md, []string{"| benchmark | producers | baseline M/s (mean ± sd) | v1 M/s (mean ± sd) | v2 M/s (mean ± sd) | Δ v1 vs baseline [95% CI] | p |  | Δ v2 vs baseline [95% CI] | p |  | Δ v2 vs v1 [95% CI] | p |  |",
-			"| v1: uprobe-nop, producers 1: patched faster | **reproduced** |", "## Provenance"}},
+			"| v1: uprobe-nop, producers 1: patched faster | **reproduced** |", "## Provenance", "- series: v1: fake (apply, sha256 ); v2: fake-v2 (apply, sha256 )",
+			"-   patch v1 0001-x.patch: x: y (sha256 cdcdcdcdcdcd)"}},
 		{"csv", csv, []string{"patched_variant,against_variant,arch,", "\nv2,v1,x86_64,2,"}},
 		{"80 columns", plain, []string{"v2 vs v1                    P           v1           v2    change      p"}},
 		{"html", html, []string{"<h2>v2 vs v1 · fake · x86_64", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
