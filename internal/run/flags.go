@@ -62,7 +62,10 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	case "", "auto":
 		// A lab or a series from outside lab's own checkout is someone
 		// else's code (a series from standard input too).
-		opt.Sandbox = opt.Lab != nil && (!within(opt.Lab.Root, root) || !within(seriesFrom(opt), root))
+		opt.Sandbox = opt.Lab != nil && !within(opt.Lab.Root, root)
+		for _, from := range seriesFrom(opt) {
+			opt.Sandbox = opt.Sandbox || !within(from, root)
+		}
 	case "on":
 		opt.Sandbox = true
 	case "off":
@@ -91,16 +94,25 @@ func (f *Flags) Apply(opt *Options, root string) error {
 }
 
 // seriesFrom is where the run's series came from: the path given on the
-// command line ("" for standard input), or the lab's.
-func seriesFrom(opt *Options) string {
+// command line ("" for standard input), or the lab's; every series' of a
+// run of several.
+func seriesFrom(opt *Options) []string {
+	if len(opt.Several) > 0 {
+		var out []string
+		for _, n := range opt.Several {
+			abs, _ := filepath.Abs(n.Series.Input)
+			out = append(out, abs)
+		}
+		return out
+	}
 	switch {
 	case opt.Series == nil:
-		return opt.Lab.SeriesPath()
+		return []string{opt.Lab.SeriesPath()}
 	case opt.Series.Input == "-":
-		return ""
+		return []string{""}
 	}
 	abs, _ := filepath.Abs(opt.Series.Input)
-	return abs
+	return []string{abs}
 }
 
 // within reports whether dir is root or below it ("" is not).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -182,5 +183,33 @@ func TestRunSeveralKeepsItsLabAndSeries(t *testing.T) {
 			t.Errorf("version %d kept as %s, a series other than the one run", i, ser.Dir)
 		}
 		ser.Close()
+	}
+}
+
+// --sandbox auto for a run of several: one series from outside lab's
+// checkout is enough for a sandbox.
+func TestSandboxAutoForSeveral(t *testing.T) {
+	root := t.TempDir()
+	inside := &series.Series{Input: filepath.Join(root, "patches", "x")}
+	outside := &series.Series{Input: "/home/dev/Downloads/v2.mbx"}
+	for _, tc := range []struct {
+		several []*series.Series
+		want    bool
+	}{
+		{[]*series.Series{inside, inside}, false},
+		{[]*series.Series{inside, outside}, true},
+		{[]*series.Series{outside, inside}, true},
+	} {
+		var f Flags
+		opt := Options{Lab: &spec.Lab{Root: root, Series: "x"}}
+		for i, s := range tc.several {
+			opt.Several = append(opt.Several, NamedSeries{Variant: variant.Variant(fmt.Sprintf("v%d", i+1)), Series: s})
+		}
+		if err := f.Apply(&opt, root); err != nil {
+			t.Fatal(err)
+		}
+		if opt.Sandbox != tc.want {
+			t.Errorf("series %v and %v: sandbox %v, want %v", tc.several[0].Input, tc.several[1].Input, opt.Sandbox, tc.want)
+		}
 	}
 }
