@@ -392,6 +392,9 @@ func identities(r *results.Run) []Identity {
 		{"claims", jsonText(r.Claims)},
 	}
 	out = append(out, matrixFields(r)...)
+	for _, s := range r.SeriesList { // a run of several series
+		out = append(out, Identity{"series sha256 of " + string(s.Variant), s.Hash})
+	}
 	for _, k := range r.Kernels {
 		out = append(out, Identity{fmt.Sprintf("kernel key %s/%s", k.Arch, k.Variant), k.Info.Key})
 	}
