@@ -60,8 +60,28 @@ func (s *JUnitSuite) XML() ([]byte, error) {
 // (failed unless reproduced).
 func JUnit(d *Document) *JUnitSuite {
 	s := &JUnitSuite{Name: "lab " + d.Lab}
+	type judged struct {
+		class string
+		t     verdict.Table
+	}
+	var tables []judged
 	for _, t := range d.Tables {
-		class := "lab." + d.Lab + "." + t.Name()
+		tables = append(tables, judged{"lab." + d.Lab + "." + t.Name(), t})
+	}
+	if len(d.Comparisons) > 0 {
+		// A report of several: the cases of each kernel against the
+		// first (what the gates judge), named by it.
+		tables = nil
+		for _, c := range d.Comparisons {
+			for _, t := range c.Tables {
+				if c.Against == d.Kernels[0] {
+					tables = append(tables, judged{"lab." + d.Lab + "." + string(c.Patched) + "." + t.Name(), t})
+				}
+			}
+		}
+	}
+	for _, j := range tables {
+		t, class := j.t, j.class
 		for _, r := range t.AllRows() {
 			c := JUnitCase{Name: r.Label(), Class: class, SystemOut: changeText(r.Change)}
 			switch {
@@ -74,7 +94,7 @@ func JUnit(d *Document) *JUnitSuite {
 		}
 	}
 	for i, cl := range d.Claims {
-		c := JUnitCase{Name: fmt.Sprintf("claim %d: %s", i+1, verdict.ClaimText(cl.Claim)), Class: "lab." + d.Lab + ".claims", SystemOut: evidence(cl)}
+		c := JUnitCase{Name: fmt.Sprintf("claim %d: %s", i+1, cl.Text()), Class: "lab." + d.Lab + ".claims", SystemOut: evidence(cl)}
 		if cl.Verdict != verdict.Reproduced {
 			c.Failure = &JUnitMessage{Message: cl.Verdict, Text: evidence(cl)}
 		}

@@ -94,6 +94,15 @@ func TestSeveralSeriesReport(t *testing.T) {
 			}
 		}
 	}
+	junit, err := JUnit(d).XML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`classname="lab.fake.v2.x86_64`, `name="claim 8: v2: uprobe-nop, producers 64: patched faster"`} {
+		if !strings.Contains(string(junit), w) {
+			t.Errorf("junit lacks %q:\n%s", w, junit)
+		}
+	}
 	files := BenchFiles(severalRun(1.1))
 	if len(files) != 3 || !strings.Contains(files["v2.txt"], "BenchmarkUprobeNop/") || files["baseline.txt"] == files["v1.txt"] {
 		t.Errorf("bench files: %d, v2.txt:\n%s", len(files), files["v2.txt"])
