@@ -29,7 +29,25 @@ type Chart struct {
 // ± sd over boots), and the change of every row with its 95 % interval.
 func Charts(d *Document) ([]Chart, error) {
 	var out []Chart
+	type judged struct {
+		prefix, patched, baseline string
+		t                         verdict.Table
+	}
+	var tables []judged
 	for _, t := range d.Tables {
+		tables = append(tables, judged{"", "patched", "baseline", t})
+	}
+	if len(d.Comparisons) > 0 {
+		// A report of several: each comparison's charts, named by it.
+		tables = nil
+		for _, c := range d.Comparisons {
+			for _, t := range c.Tables {
+				tables = append(tables, judged{c.Name() + " · ", string(c.Patched), string(c.Against), t})
+			}
+		}
+	}
+	for _, j := range tables {
+		t := j.t
 		byBench := map[string][]verdict.Row{}
 		var order []string
 		for _, r := range t.Rows {
@@ -51,7 +69,7 @@ func Charts(d *Document) ([]Chart, error) {
 			if err != nil {
 				return nil, fmt.Errorf("chart %s: %w", b, err)
 			}
-			out = append(out, Chart{Title: fmt.Sprintf("%s · %s: throughput against producers", t.Name(), b), Legend: true, SVG: svg})
+			out = append(out, Chart{Title: fmt.Sprintf("%s%s · %s: throughput against producers", j.prefix, t.Name(), b), Legend: true, SVG: svg})
 		}
 		svg, err := changeChart(t)
 		if err != nil {
@@ -60,7 +78,7 @@ func Charts(d *Document) ([]Chart, error) {
 		if svg == "" {
 			continue // one variant only (--only): nothing to compare
 		}
-		out = append(out, Chart{Title: fmt.Sprintf("%s: change, patched against baseline, 95 %% CI", t.Name()), SVG: svg})
+		out = append(out, Chart{Title: fmt.Sprintf("%s%s: change, %s against %s, 95 %% CI", j.prefix, t.Name(), j.patched, j.baseline), SVG: svg})
 	}
 	return out, nil
 }

@@ -84,7 +84,7 @@ func TestSeveralSeriesReport(t *testing.T) {
 			"-   patch v1 0001-x.patch: x: y (sha256 cdcdcdcdcdcd)"}},
 		{"csv", csv, []string{"patched_variant,against_variant,arch,", "\nv2,v1,x86_64,2,"}},
 		{"80 columns", plain, []string{"v2 vs v1                    P           v1           v2    change      p"}},
-		{"html", html, []string{"<h2>v2 vs v1 · fake · x86_64", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
+		{"html", html, []string{"<h2>v2 vs v1 · fake · x86_64", "change, v2 against v1, 95 % CI", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
 		{"job summary", Lead(d), []string{"v2 vs v1: x86_64 · 2 vCPUs · TCG · wall: v2 is faster", "| v2: uprobe-nop, producers 1: patched faster | **reproduced** |"}},
 		{"json", string(js), []string{`"kernels": [`, `"comparisons": [`, `"against": "v1"`, `"series": "v2"`}},
 	} {
