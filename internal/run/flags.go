@@ -62,9 +62,12 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	case "", "auto":
 		// A lab or a series from outside lab's own checkout is someone
 		// else's code (a series from standard input too).
-		opt.Sandbox = opt.Lab != nil && !within(opt.Lab.Root, root)
-		for _, from := range seriesFrom(opt) {
-			opt.Sandbox = opt.Sandbox || !within(from, root)
+		opt.Sandbox = false
+		if opt.Lab != nil {
+			opt.Sandbox = !within(opt.Lab.Root, root)
+			for _, from := range seriesFrom(opt) {
+				opt.Sandbox = opt.Sandbox || !within(from, root)
+			}
 		}
 	case "on":
 		opt.Sandbox = true
