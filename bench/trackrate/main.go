@@ -7,9 +7,12 @@
 // build is real), tracks the first one to warm the git source's build
 // folder (a cold build is not what a branch pays per commit), then tracks
 // the rest and prints the wall time, the commits an hour, and where the
-// time went: builds (overlapping the boots) and boots.
+// time went: builds (overlapping the boots) and boots. With -prebuild the
+// commits are built first in lab's Debian tree (incrementally, into the
+// content cache), so that the rate is of the boots and lab track's own
+// work alone.
 //
-//	go run ./bench/trackrate [-commits 12] [-cache DIR]
+//	go run ./bench/trackrate [-commits 12] [-cache DIR] [-prebuild]
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"lab/internal/arch"
 	"lab/internal/initramfs"
 	"lab/internal/results"
 	"lab/internal/run"
@@ -34,14 +38,15 @@ import (
 func main() {
 	commits := flag.Int("commits", 12, "commits to measure after the warm-up")
 	cache := flag.String("cache", run.DefaultCache(), "lab's cache")
+	prebuild := flag.Bool("prebuild", false, "build the commits in lab's Debian tree first: the rate of the boots alone")
 	flag.Parse()
-	if err := bench(context.Background(), *commits, *cache); err != nil {
+	if err := bench(context.Background(), *commits, *cache, *prebuild); err != nil {
 		fmt.Fprintln(os.Stderr, "trackrate:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(ctx context.Context, n int, cache string) error {
+func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 	root, err := initramfs.FindModuleRoot(".")
 	if err != nil {
 		return err
@@ -52,15 +57,16 @@ func bench(ctx context.Context, n int, cache string) error {
 	}
 	base := tree.BaseHash
 	gitDir := filepath.Join(tree.Dir, ".git")
+	defer tree.Close()
 	chain, err := commitLogLines(gitDir, base, n+1, time.Now().UTC().Format("20060102T150405"))
-	tree.Close()
 	if err != nil {
 		return err
 	}
 	// The user's tree: a fixed path, so that its build folder stays warm
 	// from one bench to the next; the lab tree's objects (alternates).
+	// It is kept from one bench to the next: lab's work tree of it
+	// (a git worktree) names its .git.
 	user := filepath.Join(cache, "bench-trackrate", "linux")
-	os.RemoveAll(user)
 	if err := os.MkdirAll(user, 0o755); err != nil {
 		return err
 	}
@@ -98,6 +104,26 @@ matrix:
 	if err != nil {
 		return err
 	}
+	var prebuilt time.Duration
+	if prebuild {
+		start := time.Now()
+		a, err := arch.Lookup("x86_64")
+		if err != nil {
+			return err
+		}
+		k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
+		for _, c := range chain {
+			if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
+				return err
+			}
+		}
+		if err := tree.Checkout(ctx, base); err != nil {
+			return err
+		}
+		prebuilt = time.Since(start)
+		fmt.Printf("  prebuild: %d commits built in lab's Debian tree in %s\n", len(chain), prebuilt.Round(time.Second))
+	}
+	tree.Close()
 	opt := track.Options{Lab: lab, From: base, To: chain[0], History: filepath.Join(work, "history.db"), CacheDir: cache,
 		ResultsDir: filepath.Join(work, "results"), ModuleRoot: root, Accel: "tcg", Command: []string{"trackrate"}, Out: os.Stderr}
 	start := time.Now()
@@ -129,6 +155,12 @@ matrix:
 	fmt.Printf("  warm-up (the parent and the first commit): %s\n", warm.Round(time.Second))
 	fmt.Printf("  %d commits in %s: %.0f commits an hour (target 120); %d measured\n", len(res.Outcomes), took.Round(time.Second),
 		float64(len(res.Outcomes))/took.Hours(), measured)
+	if prebuild {
+		// The builds and the boots one after the other: the rate without
+		// the overlap, a floor of what lab track does building itself.
+		all := took + prebuilt*time.Duration(len(res.Outcomes))/time.Duration(len(chain))
+		fmt.Printf("  with their builds, not overlapped: %.0f commits an hour\n", float64(len(res.Outcomes))/all.Hours())
+	}
 	fmt.Printf("  builds %.0f s (%.0f s a commit), boots %.0f s (%.0f s a commit), overlapping\n",
 		build, build/float64(max(len(res.Outcomes), 1)), boot, boot/float64(max(len(res.Run.Boots), 1)))
 	return nil
