@@ -63,7 +63,7 @@ type trackFlags struct {
 
 // trackOnly are the flags that are lab track's alone: a printed lab
 // bisect command leaves them out.
-var trackOnly = []string{"from", "to", "every", "bisect", "print", "shard", "min-pct", "history", "no-history", "arch", "cpus"}
+var trackOnly = []string{"from", "to", "every", "bisect", "print", "shard", "min-pct", "arch", "cpus"}
 
 func (f *trackFlags) RegisterFlags(fs *flag.FlagSet) {
 	f.lab.RegisterFlags(fs)
