@@ -280,7 +280,7 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	sel := Select(all, t.opt.Every)
 	every := "every commit"
 	if t.opt.Every > 1 {
-		every = fmt.Sprintf("every %d-th commit", t.opt.Every)
+		every = fmt.Sprintf("the commits whose place is a multiple of %d, and the last", t.opt.Every)
 	}
 	t.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits, %s)", t.opt.From, t.opt.To, len(chain), every)
 	t.run.Series = results.Series{Name: "git " + t.opt.From + ".." + t.opt.To}
