@@ -135,3 +135,17 @@ func UpstreamVersion(debian string) string {
 	}
 	return v
 }
+
+// StreamVar turns on the end-to-end tests that need a cold kernel build of
+// their own (a git tree made from the tarball builds in a build folder of
+// its own: about 40 minutes on 2 cores), too long for ./scripts/test's
+// budget: run them before a release.
+const StreamVar = "LAB_E2E_STREAM"
+
+// Stream skips t unless LAB_E2E_STREAM is set.
+func Stream(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv(StreamVar) == "" {
+		t.Skipf("end-to-end with a cold build of its own (%s): set %s=1 to run it (about 40 minutes on 2 cores; not in ./scripts/test)", what, StreamVar)
+	}
+}

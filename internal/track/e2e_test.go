@@ -109,7 +109,7 @@ func commitBranch(t *testing.T, gitDir, base string, edits []testenv.Edit) []str
 // culprits are exactly A, B and the undoing of A; a second track measures
 // nothing.
 func TestTrackFindsThePlantedCommits(t *testing.T) {
-	testenv.E2E(t, "builds and boots a branch of real kernels")
+	testenv.Stream(t, "builds and boots a branch of real kernels")
 	ctx := context.Background()
 	cache := run.DefaultCache()
 	root := testenv.Checkout(t, "../..")
