@@ -179,24 +179,35 @@ func Plain(d *Document) string {
 		b.WriteString("\n" + Wrap(v.Header, 80, "  ") + "\n")
 		fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", "benchmark (M/s)", "P", "baseline", "patched", "change", "p")
 		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
-			name := c.Short
-			if len(name) > 24 {
-				name = name[:24]
-			}
-			fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, c.ShortProducers,
-				c.Value.Baseline, c.Value.Patched, c.DeltaShort, c.P, c.MarkShort)
+			plainRow(&b, c)
 		}
 		for _, n := range v.Notes {
 			b.WriteString(Wrap(n, 80, "  ") + "\n")
 		}
 	}
+	plainTail(&b, d)
+	return b.String()
+}
+
+// plainRow is one row of the 80-column report: its short name, producers,
+// both sides, the change, p and the mark.
+func plainRow(b *strings.Builder, c Cells) {
+	name := c.Short
+	if len(name) > 24 {
+		name = name[:24]
+	}
+	fmt.Fprintf(b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, c.ShortProducers,
+		c.Value.Baseline, c.Value.Patched, c.DeltaShort, c.P, c.MarkShort)
+}
+
+// plainTail ends the 80-column report: the caveats and how to reproduce.
+func plainTail(b *strings.Builder, d *Document) {
 	for _, c := range d.Caveats {
 		b.WriteString(Wrap("caveat: "+c, 80, "  ") + "\n")
 	}
 	for _, r := range d.Runs {
 		b.WriteString(Wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
 	}
-	return b.String()
 }
 
 // Wrap breaks s at spaces so that no line is longer than width.

@@ -473,24 +473,14 @@ func plainSeveral(d *Document) string {
 				if cells == nil {
 					continue
 				}
-				name := cells.Short
-				if len(name) > 24 {
-					name = name[:24]
-				}
-				fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s %-1s\n", name, cells.ShortProducers,
-					cells.Value.Baseline, cells.Value.Patched, cells.DeltaShort, cells.P, cells.MarkShort)
+				plainRow(&b, *cells)
 			}
 		}
 		for _, n := range t.notes {
 			b.WriteString(Wrap(n, 80, "  ") + "\n")
 		}
 	}
-	for _, c := range d.Caveats {
-		b.WriteString(Wrap("caveat: "+c, 80, "  ") + "\n")
-	}
-	for _, r := range d.Runs {
-		b.WriteString(Wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
-	}
+	plainTail(&b, d)
 	return b.String()
 }
 
