@@ -82,20 +82,6 @@ func Views(d *Document) []View {
 		}
 		return out
 	}
-	if len(d.Comparisons) > 0 {
-		// A report of several kernels (the HTML page lays it out so): a
-		// table per comparison, its sides named by their kernels.
-		for _, c := range d.Comparisons {
-			for _, t := range c.Tables {
-				v := view(d.Lab, t)
-				v.Header = c.Name() + " · " + v.Header
-				v.Headline = c.Name() + ": " + strings.Replace(v.Headline, "patched is ", string(c.Patched)+" is ", 1)
-				v.names = map[variant.Variant]string{variant.Baseline: string(c.Against), variant.Patched: string(c.Patched)}
-				out = append(out, v)
-			}
-		}
-		return out
-	}
 	for _, t := range d.Tables {
 		out = append(out, view(d.Lab, t))
 	}
