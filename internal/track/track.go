@@ -114,9 +114,8 @@ type WalkOptions struct {
 // commit's outcome (another shard's marked so) and the error that stopped
 // it, if any.
 func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOptions) ([]Outcome, error) {
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if opt.Logf == nil {
+		opt.Logf = func(string, ...any) {}
 	}
 	out := make([]Outcome, len(sel))
 	lo, hi := Deal(len(sel), opt.Shard)
@@ -133,133 +132,163 @@ func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOpt
 	if lo > 0 {
 		prev = sel[lo-1]
 	}
-	// The parent's image: the history's, or built (from the cache when an
-	// earlier track or a neighbouring shard built it).
-	prevImage, known := opt.Done[prev.Hash]
-	if !known || prevImage == "" {
-		img, err := env.Image(ctx, prev)
-		var skip *bisect.SkipError
-		switch {
-		case errors.As(err, &skip):
-			prevImage = "" // a parent that does not build: its child is measured
-		case err != nil:
-			return out, fmt.Errorf("the kernel of %s, the parent of the first commit: %w", short(prev.Hash), err)
-		default:
-			prevImage = img
-		}
+	prevImage, err := parentImage(ctx, env, prev, opt.Done)
+	if err != nil {
+		return out, err
 	}
-
-	// Boots run on workers while the builder goes on to the next commit:
-	// the builder hands a commit's boots over one at a time, and a send
-	// returns once a worker has taken the boot.
-	type bootJob struct{ i, j int }
-	jobs := make(chan bootJob)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var (
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		booted = make([]int, len(sel)) // boots done, failed ones included
-	)
-	boot := func(b bootJob) {
-		err := env.Boot(ctx, sel[b.i], b.j)
-		mu.Lock()
-		defer mu.Unlock()
-		var skip *bisect.SkipError
-		switch {
-		case errors.As(err, &skip):
-			out[b.i].State, out[b.i].Why = BootFailed, skip.Error()
-			booted[b.i]++
-		case err != nil:
-			cancel(err)
-		default:
-			booted[b.i]++
-		}
-	}
-	workers := max(opt.Parallel, 1)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range jobs {
-				if ctx.Err() == nil {
-					boot(b)
-				}
-			}
-		}()
-	}
-	builderErr := func() error {
-		for i := lo; i < hi; i++ {
-			c := sel[i]
-			if img, ok := opt.Done[c.Hash]; ok {
-				out[i].State, out[i].Image = InHistory, img
-				logf("track: %s %s: in the history already", short(c.Hash), c.Subject)
-				if img == "" {
-					prevImage = "" // unknown: the next commit is measured
-				} else {
-					prevImage = img
-				}
-				prev = c
-				continue
-			}
-			img, err := env.Image(ctx, c)
-			var skip *bisect.SkipError
-			switch {
-			case errors.As(err, &skip):
-				mu.Lock()
-				out[i].State, out[i].Why = NoBuild, skip.Error()
-				mu.Unlock()
-				logf("track: %s %s: %s", short(c.Hash), c.Subject, skip.Error())
-				prevImage, prev = "", c
-				continue
-			case err != nil:
-				return err
-			}
-			mu.Lock()
-			out[i].Image = img
-			mu.Unlock()
-			if img == prevImage {
-				mu.Lock()
-				out[i].State, out[i].SameAs = NoCode, prev.Hash
-				mu.Unlock()
-				logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(prev.Hash))
-				prev = c
-				continue
-			}
-			mu.Lock()
-			out[i].State = Measured
-			mu.Unlock()
-			prevImage, prev = img, c
-			for j := range env.Boots() {
-				if !opt.Overlap {
-					// Under the wall clock nothing runs beside a boot:
-					// not the next build, not another boot.
-					boot(bootJob{i, j})
-					continue
-				}
-				select {
-				case jobs <- bootJob{i, j}:
-				case <-ctx.Done():
-					return context.Cause(ctx)
-				}
-			}
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-		}
-		return nil
-	}()
-	close(jobs)
+	w := &walker{env: env, sel: sel, out: out, opt: opt, cancel: cancel, booted: make([]int, len(sel)), jobs: make(chan bootJob)}
+	wg := w.startWorkers(ctx)
+	builderErr := w.build(ctx, lo, hi, prev, prevImage)
+	close(w.jobs)
 	wg.Wait()
 	if builderErr == nil {
 		builderErr = context.Cause(ctx)
 	}
 	for i := lo; i < hi; i++ {
-		if out[i].State == Measured && booted[i] < env.Boots() {
+		if out[i].State == Measured && w.booted[i] < env.Boots() {
 			out[i].State = NotReached // its boots did not all run
 		}
 	}
 	return out, builderErr
+}
+
+// parentImage is the image of the commit before the shard's first: the
+// history's, or built (from the cache when an earlier track or a
+// neighbouring shard built it); "" when it does not build, so that its
+// child is measured.
+func parentImage(ctx context.Context, env Env, prev Commit, done map[string]string) (string, error) {
+	if img, known := done[prev.Hash]; known && img != "" {
+		return img, nil
+	}
+	img, err := env.Image(ctx, prev)
+	var skip *bisect.SkipError
+	switch {
+	case errors.As(err, &skip):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("the kernel of %s, the parent of the first commit: %w", short(prev.Hash), err)
+	}
+	return img, nil
+}
+
+// bootJob is boot j of selected commit i.
+type bootJob struct{ i, j int }
+
+// walker is one Walk: boots run on workers while the builder goes on to
+// the next commit; the builder hands a commit's boots over one at a time,
+// and a send returns once a worker has taken the boot.
+type walker struct {
+	env    Env
+	sel    []Commit
+	opt    WalkOptions
+	cancel context.CancelCauseFunc
+	jobs   chan bootJob
+	mu     sync.Mutex // guards out and booted: workers and the builder write them
+	out    []Outcome
+	booted []int // boots done per commit, failed ones included
+}
+
+func (w *walker) startWorkers(ctx context.Context) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range max(w.opt.Parallel, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range w.jobs {
+				if ctx.Err() == nil {
+					w.boot(ctx, b)
+				}
+			}
+		}()
+	}
+	return &wg
+}
+
+// boot runs one boot; a boot that fails is the commit's, anything else
+// stops the walk.
+func (w *walker) boot(ctx context.Context, b bootJob) {
+	err := w.env.Boot(ctx, w.sel[b.i], b.j)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var skip *bisect.SkipError
+	switch {
+	case errors.As(err, &skip):
+		w.out[b.i].State, w.out[b.i].Why = BootFailed, skip.Error()
+		w.booted[b.i]++
+	case err != nil:
+		w.cancel(err)
+	default:
+		w.booted[b.i]++
+	}
+}
+
+// set records what became of commit i.
+func (w *walker) set(i int, f func(o *Outcome)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f(&w.out[i])
+}
+
+// build goes through the shard's commits: each one in the history is
+// skipped, each whose image is its parent's is not booted, the others'
+// boots are handed to the workers (or run here, without overlap).
+func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage string) error {
+	logf := w.opt.Logf
+	for i := lo; i < hi; i++ {
+		c := w.sel[i]
+		if img, ok := w.opt.Done[c.Hash]; ok {
+			w.set(i, func(o *Outcome) { o.State, o.Image = InHistory, img })
+			logf("track: %s %s: in the history already", short(c.Hash), c.Subject)
+			prevImage, prev = img, c // "" when unknown: the next commit is measured
+			continue
+		}
+		img, err := w.env.Image(ctx, c)
+		var skip *bisect.SkipError
+		switch {
+		case errors.As(err, &skip):
+			w.set(i, func(o *Outcome) { o.State, o.Why = NoBuild, skip.Error() })
+			logf("track: %s %s: %s", short(c.Hash), c.Subject, skip.Error())
+			prevImage, prev = "", c
+			continue
+		case err != nil:
+			return err
+		}
+		if img == prevImage {
+			w.set(i, func(o *Outcome) { o.Image, o.State, o.SameAs = img, NoCode, prev.Hash })
+			logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(prev.Hash))
+			prev = c
+			continue
+		}
+		w.set(i, func(o *Outcome) { o.Image, o.State = img, Measured })
+		prevImage, prev = img, c
+		if err := w.hand(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hand gives commit i's boots to the workers, or, without overlap (the
+// wall clock: nothing runs beside a boot, not the next build, not another
+// boot), runs them here.
+func (w *walker) hand(ctx context.Context, i int) error {
+	for j := range w.env.Boots() {
+		if !w.opt.Overlap {
+			w.boot(ctx, bootJob{i, j})
+			continue
+		}
+		select {
+		case w.jobs <- bootJob{i, j}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 func short(c string) string {
