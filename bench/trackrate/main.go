@@ -62,19 +62,8 @@ func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 	if err != nil {
 		return err
 	}
-	// The user's tree: a fixed path, so that its build folder stays warm
-	// from one bench to the next; the lab tree's objects (alternates).
-	// It is kept from one bench to the next: lab's work tree of it
-	// (a git worktree) names its .git.
-	user := filepath.Join(cache, "bench-trackrate", "linux")
-	if err := os.MkdirAll(user, 0o755); err != nil {
-		return err
-	}
-	if err := git(user, "", "init", "-q"); err != nil {
-		return err
-	}
-	os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(gitDir, "objects")+"\n"), 0o644)
-	if err := git(user, "", "update-ref", "refs/heads/main", chain[len(chain)-1]); err != nil {
+	user, err := userTree(cache, gitDir, chain[len(chain)-1])
+	if err != nil {
 		return err
 	}
 	work, err := os.MkdirTemp("", "trackrate-")
@@ -82,6 +71,53 @@ func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	lab, err := writeLab(work, user, base)
+	if err != nil {
+		return err
+	}
+	var prebuilt time.Duration
+	if prebuild {
+		if prebuilt, err = prebuildChain(ctx, tree, cache, lab, chain); err != nil {
+			return err
+		}
+	}
+	tree.Close()
+	opt := track.Options{Lab: lab, From: base, To: chain[0], History: filepath.Join(work, "history.db"), CacheDir: cache,
+		ResultsDir: filepath.Join(work, "results"), ModuleRoot: root, Accel: "tcg", Command: []string{"trackrate"}, Out: os.Stderr}
+	start := time.Now()
+	if _, err := track.Run(ctx, opt); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	warm := time.Since(start)
+	opt.From, opt.To = chain[0], chain[len(chain)-1]
+	start = time.Now()
+	res, err := track.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	printRate(res, n, warm, took, prebuild, prebuilt, len(chain))
+	return nil
+}
+
+// userTree makes the user's tree: a fixed path, so that its build folder
+// stays warm from one bench to the next (lab's work tree of it, a git
+// worktree, names its .git), borrowing the lab tree's objects (alternates),
+// with main at head.
+func userTree(cache, gitDir, head string) (string, error) {
+	user := filepath.Join(cache, "bench-trackrate", "linux")
+	if err := os.MkdirAll(user, 0o755); err != nil {
+		return "", err
+	}
+	if err := git(user, "", "init", "-q"); err != nil {
+		return "", err
+	}
+	os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(gitDir, "objects")+"\n"), 0o644)
+	return user, git(user, "", "update-ref", "refs/heads/main", head)
+}
+
+// writeLab writes the bench's lab: the user's tree at base, 1 vCPU icount.
+func writeLab(work, user, base string) (*spec.Lab, error) {
 	labFile := filepath.Join(work, "trackrate.yaml")
 	// A lab names a series; lab track measures the branch and ignores it.
 	os.WriteFile(labFile, []byte(fmt.Sprintf(`name: trackrate
@@ -100,44 +136,34 @@ matrix:
   warmup: 0s
   measure: icount
 `, user, base)), 0o644)
-	lab, err := spec.Load(labFile)
-	if err != nil {
-		return err
-	}
-	var prebuilt time.Duration
-	if prebuild {
-		start := time.Now()
-		a, err := arch.Lookup("x86_64")
-		if err != nil {
-			return err
-		}
-		k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
-		for _, c := range chain {
-			if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
-				return err
-			}
-		}
-		if err := tree.Checkout(ctx, base); err != nil {
-			return err
-		}
-		prebuilt = time.Since(start)
-		fmt.Printf("  prebuild: %d commits built in lab's Debian tree in %s\n", len(chain), prebuilt.Round(time.Second))
-	}
-	tree.Close()
-	opt := track.Options{Lab: lab, From: base, To: chain[0], History: filepath.Join(work, "history.db"), CacheDir: cache,
-		ResultsDir: filepath.Join(work, "results"), ModuleRoot: root, Accel: "tcg", Command: []string{"trackrate"}, Out: os.Stderr}
+	return spec.Load(labFile)
+}
+
+// prebuildChain builds every commit of the chain in lab's Debian tree
+// first, so that the bench's rate is the boots'.
+func prebuildChain(ctx context.Context, tree *source.Tree, cache string, lab *spec.Lab, chain []string) (time.Duration, error) {
 	start := time.Now()
-	if _, err := track.Run(ctx, opt); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	warm := time.Since(start)
-	opt.From, opt.To = chain[0], chain[len(chain)-1]
-	start = time.Now()
-	res, err := track.Run(ctx, opt)
+	a, err := arch.Lookup("x86_64")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	took := time.Since(start)
+	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
+	for _, c := range chain {
+		if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
+			return 0, err
+		}
+	}
+	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
+		return 0, err
+	}
+	prebuilt := time.Since(start)
+	fmt.Printf("  prebuild: %d commits built in lab's Debian tree in %s\n", len(chain), prebuilt.Round(time.Second))
+	return prebuilt, nil
+}
+
+// printRate prints the commits an hour of the timed track, and where its
+// time went.
+func printRate(res *track.Result, n int, warm, took time.Duration, prebuild bool, prebuilt time.Duration, chainLen int) {
 	measured, build, boot := 0, 0.0, 0.0
 	for _, o := range res.Outcomes {
 		if o.State == track.Measured {
@@ -158,12 +184,11 @@ matrix:
 	if prebuild {
 		// The builds and the boots one after the other: the rate without
 		// the overlap, a floor of what lab track does building itself.
-		all := took + prebuilt*time.Duration(len(res.Outcomes))/time.Duration(len(chain))
+		all := took + prebuilt*time.Duration(len(res.Outcomes))/time.Duration(chainLen)
 		fmt.Printf("  with their builds, not overlapped: %.0f commits an hour\n", float64(len(res.Outcomes))/all.Hours())
 	}
 	fmt.Printf("  builds %.0f s (%.0f s a commit), boots %.0f s (%.0f s a commit), overlapping\n",
 		build, build/float64(max(len(res.Outcomes), 1)), boot, boot/float64(max(len(res.Run.Boots), 1)))
-	return nil
 }
 
 // bootSeconds is a boot's time from QEMU's start to its end.
