@@ -331,7 +331,6 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 	case !ser.IsSet() && n != 1:
 		return opt, nil, usagef("%s takes one lab file, got %d (or --series PATH, and a lab file or none)", command, n)
 	}
-	var lab *spec.Lab
 	var s *series.Series
 	done = func() {}
 	if ser.IsSet() {
@@ -345,19 +344,7 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 			}
 		}()
 	}
-	var header string
-	switch {
-	case s == nil:
-		lab, err = spec.Load(inv.args[0])
-	case len(inv.args) == 1:
-		lab, err = spec.LoadWith(inv.args[0], s)
-		header = fmt.Sprintf("%s with --series %s: %s", inv.args[0], ser.V, seriesWords(s))
-	default:
-		host := spec.ReadHost()
-		host.KVMArch = kvmArch(runFlags.Accel.V)
-		lab, err = spec.Default(labName(s), s, host)
-		header = fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, ser.V, shapeWords(host), seriesWords(s))
-	}
+	lab, header, err := loadLab(inv.args, command, ser.V, s, runFlags.Accel.V)
 	if err != nil {
 		return opt, nil, err
 	}
@@ -388,17 +375,42 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 		return opt, nil, usageError{err.Error()}
 	}
 	if s != nil && len(inv.args) == 0 {
-		// The lab lab made: shown before anything runs, as the run
-		// folder will keep it.
-		shown := *lab
-		shown.Series = runfolder.SeriesRef
-		text, err := shown.YAML(header)
-		if err != nil {
+		if err := showMadeLab(inv.out, lab, header); err != nil {
 			return opt, nil, err
 		}
-		fmt.Fprintf(inv.out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesDir, text)
 	}
 	return opt, done, nil
+}
+
+// loadLab is the run's lab: the lab file, the lab file with the series of
+// --series, or (no lab file) the lab made for the series and this host,
+// with the header line that says where it came from.
+func loadLab(args []string, command, seriesArg string, s *series.Series, accel string) (*spec.Lab, string, error) {
+	switch {
+	case s == nil:
+		lab, err := spec.Load(args[0])
+		return lab, "", err
+	case len(args) == 1:
+		lab, err := spec.LoadWith(args[0], s)
+		return lab, fmt.Sprintf("%s with --series %s: %s", args[0], seriesArg, seriesWords(s)), err
+	}
+	host := spec.ReadHost()
+	host.KVMArch = kvmArch(accel)
+	lab, err := spec.Default(labName(s), s, host)
+	return lab, fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, seriesArg, shapeWords(host), seriesWords(s)), err
+}
+
+// showMadeLab prints the lab lab made, before anything runs, as the run
+// folder will keep it.
+func showMadeLab(out io.Writer, lab *spec.Lab, header string) error {
+	shown := *lab
+	shown.Series = runfolder.SeriesRef
+	text, err := shown.YAML(header)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesDir, text)
+	return nil
 }
 
 func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
