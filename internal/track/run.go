@@ -71,28 +71,9 @@ type Result struct {
 // history is said before anything is built.
 func Run(ctx context.Context, opt Options) (*Result, error) {
 	lab := opt.Lab
-	if lab.Source.Git == "" {
-		return nil, lab.Place(fmt.Errorf("lab track measures a branch: the lab's source must be a git tree (source: git: PATH), not a tarball"))
-	}
-	if opt.From == "" || opt.To == "" {
-		return nil, fmt.Errorf("lab track needs --from and --to, refs of %s", lab.Source.Git)
-	}
-	if opt.Every < 0 {
-		return nil, fmt.Errorf("--every %d: want a positive number", opt.Every)
-	}
-	host := run.ReadHost(opt.Accel)
-	if opt.Host != nil {
-		host = *opt.Host
-	}
-	plans, err := run.Plan(lab, host)
+	plans, host, icount, err := planTrack(opt)
 	if err != nil {
 		return nil, err
-	}
-	run.Parallelize(plans, opt.Parallel, host.CPUs)
-	icount := true
-	for i := range plans {
-		plans[i].Job.Tools = nil // the agent's figures; guest tools are a run's side-by-side check
-		icount = icount && plans[i].Clock == results.ClockICount
 	}
 	if err := source.Check(ctx, source.Origin(lab.Source), opt.From, opt.To); err != nil {
 		return nil, lab.Place(err)
@@ -116,15 +97,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	t.dir = folder.Dir
-	parallel := 0
-	for _, p := range plans {
-		if parallel == 0 || p.Parallel < parallel {
-			parallel = p.Parallel
-		}
-	}
-	if !icount {
-		parallel = 1
-	}
+	parallel := bootsAtOnce(plans, icount)
 	t.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: run.RecordMatrix(lab.Matrix), Claims: run.RecordClaims(lab.Claims),
 		Host:   results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)},
@@ -150,6 +123,52 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		}
 	}
 	return res, err
+}
+
+// planTrack checks the track's options and plans its shapes: each boots
+// the agent alone (guest tools are a run's side-by-side check); icount
+// says whether every shape runs on the instruction clock.
+func planTrack(opt Options) (plans []run.ShapePlan, host run.Host, icount bool, err error) {
+	lab := opt.Lab
+	if lab.Source.Git == "" {
+		return nil, run.Host{}, false, lab.Place(fmt.Errorf("lab track measures a branch: the lab's source must be a git tree (source: git: PATH), not a tarball"))
+	}
+	if opt.From == "" || opt.To == "" {
+		return nil, run.Host{}, false, fmt.Errorf("lab track needs --from and --to, refs of %s", lab.Source.Git)
+	}
+	if opt.Every < 0 {
+		return nil, run.Host{}, false, fmt.Errorf("--every %d: want a positive number", opt.Every)
+	}
+	host = run.ReadHost(opt.Accel)
+	if opt.Host != nil {
+		host = *opt.Host
+	}
+	plans, err = run.Plan(lab, host)
+	if err != nil {
+		return nil, run.Host{}, false, err
+	}
+	run.Parallelize(plans, opt.Parallel, host.CPUs)
+	icount = true
+	for i := range plans {
+		plans[i].Job.Tools = nil // the agent's figures; guest tools are a run's side-by-side check
+		icount = icount && plans[i].Clock == results.ClockICount
+	}
+	return plans, host, icount, nil
+}
+
+// bootsAtOnce is how many boots run side by side: the fewest any shape
+// allows under icount, one under the wall clock.
+func bootsAtOnce(plans []run.ShapePlan, icount bool) int {
+	if !icount {
+		return 1
+	}
+	parallel := 0
+	for _, p := range plans {
+		if parallel == 0 || p.Parallel < parallel {
+			parallel = p.Parallel
+		}
+	}
+	return parallel
 }
 
 // tracker is one track's state; it is the walk's Env.
