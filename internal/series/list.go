@@ -152,78 +152,101 @@ func checkDiff(text string) error {
 	if start < 0 {
 		return nil
 	}
-	var (
-		file       string // the file being read, from its +++ line
-		hunk       string // the open hunk's header
-		old, new   int    // lines the open hunk still needs
-		hunks      int    // hunks of the current file
-		headerOnly bool   // a +++ line and no hunk yet
-		files      int
-		binary     bool
-	)
-	endFile := func() error {
-		if headerOnly && hunks == 0 && !binary {
-			return fmt.Errorf("diff of %s has no hunk after its header: the mail is cut short", file)
-		}
-		return nil
-	}
+	var d diffReader
 	for _, l := range lines[start:] {
-		if hunk != "" {
-			switch {
-			case l == "" || l[0] == ' ':
-				old, new = old-1, new-1
-			case l[0] == '-':
-				old--
-			case l[0] == '+':
-				new--
-			case l[0] == '\\': // "\ No newline at end of file"
-			default:
-				return fmt.Errorf("diff of %s ends inside hunk %q (%d old and %d new lines missing): the mail is cut short", file, hunk, max(old, 0), max(new, 0))
-			}
-			if old < 0 || new < 0 {
-				return fmt.Errorf("diff of %s: hunk %q has more lines than its header counts: the patch was edited by hand or mangled", file, hunk)
-			}
-			if old == 0 && new == 0 {
-				hunk = ""
-			}
-			continue
+		var err error
+		if d.hunk != "" {
+			err = d.hunkLine(l)
+		} else {
+			err = d.header(l)
 		}
-		switch {
-		case strings.HasPrefix(l, "diff --git "):
-			if err := endFile(); err != nil {
-				return err
-			}
-			files++
-			file, hunks, headerOnly, binary = strings.TrimPrefix(l, "diff --git "), 0, false, false
-		case strings.HasPrefix(l, "+++ "):
-			file, headerOnly = strings.TrimPrefix(strings.TrimPrefix(l, "+++ "), "b/"), true
-		case strings.HasPrefix(l, "GIT binary patch"), strings.HasPrefix(l, "Binary files "):
-			binary = true
-		case hunkHeader.MatchString(l):
-			g := hunkHeader.FindStringSubmatch(l)
-			old, new = 1, 1
-			if g[1] != "" {
-				old, _ = strconv.Atoi(g[1])
-			}
-			if g[2] != "" {
-				new, _ = strconv.Atoi(g[2])
-			}
-			hunks++
-			if old > 0 || new > 0 {
-				hunk = hunkHeader.FindString(l)
-			}
+		if err != nil {
+			return err
 		}
 	}
-	if hunk != "" {
-		return fmt.Errorf("diff of %s ends inside hunk %q (%d old and %d new lines missing): the mail is cut short", file, hunk, old, new)
+	if d.hunk != "" {
+		return fmt.Errorf("diff of %s ends inside hunk %q (%d old and %d new lines missing): the mail is cut short", d.file, d.hunk, d.old, d.new)
 	}
-	if err := endFile(); err != nil {
+	if err := d.endFile(); err != nil {
 		return err
 	}
-	if g := diffStat.FindStringSubmatch(strings.Join(lines[:start], "\n")); g != nil && files > 0 {
-		if want, _ := strconv.Atoi(g[1]); files < want {
-			return fmt.Errorf("the diffstat says %d files changed but the diff has %d: the mail is cut short", want, files)
+	if g := diffStat.FindStringSubmatch(strings.Join(lines[:start], "\n")); g != nil && d.files > 0 {
+		if want, _ := strconv.Atoi(g[1]); d.files < want {
+			return fmt.Errorf("the diffstat says %d files changed but the diff has %d: the mail is cut short", want, d.files)
 		}
+	}
+	return nil
+}
+
+// diffReader follows a diff line by line, counting each hunk's lines
+// against its header.
+type diffReader struct {
+	file       string // the file being read, from its +++ line
+	hunk       string // the open hunk's header
+	old, new   int    // lines the open hunk still needs
+	hunks      int    // hunks of the current file
+	headerOnly bool   // a +++ line and no hunk yet
+	files      int
+	binary     bool
+}
+
+// hunkLine takes a line of the open hunk.
+func (d *diffReader) hunkLine(l string) error {
+	switch {
+	case l == "" || l[0] == ' ':
+		d.old, d.new = d.old-1, d.new-1
+	case l[0] == '-':
+		d.old--
+	case l[0] == '+':
+		d.new--
+	case l[0] == '\\': // "\ No newline at end of file"
+	default:
+		return fmt.Errorf("diff of %s ends inside hunk %q (%d old and %d new lines missing): the mail is cut short", d.file, d.hunk, max(d.old, 0), max(d.new, 0))
+	}
+	if d.old < 0 || d.new < 0 {
+		return fmt.Errorf("diff of %s: hunk %q has more lines than its header counts: the patch was edited by hand or mangled", d.file, d.hunk)
+	}
+	if d.old == 0 && d.new == 0 {
+		d.hunk = ""
+	}
+	return nil
+}
+
+// header takes a line between hunks: a file's header or a hunk's.
+func (d *diffReader) header(l string) error {
+	switch {
+	case strings.HasPrefix(l, "diff --git "):
+		if err := d.endFile(); err != nil {
+			return err
+		}
+		d.files++
+		d.file, d.hunks, d.headerOnly, d.binary = strings.TrimPrefix(l, "diff --git "), 0, false, false
+	case strings.HasPrefix(l, "+++ "):
+		d.file, d.headerOnly = strings.TrimPrefix(strings.TrimPrefix(l, "+++ "), "b/"), true
+	case strings.HasPrefix(l, "GIT binary patch"), strings.HasPrefix(l, "Binary files "):
+		d.binary = true
+	case hunkHeader.MatchString(l):
+		g := hunkHeader.FindStringSubmatch(l)
+		d.old, d.new = 1, 1
+		if g[1] != "" {
+			d.old, _ = strconv.Atoi(g[1])
+		}
+		if g[2] != "" {
+			d.new, _ = strconv.Atoi(g[2])
+		}
+		d.hunks++
+		if d.old > 0 || d.new > 0 {
+			d.hunk = hunkHeader.FindString(l)
+		}
+	}
+	return nil
+}
+
+// endFile refuses a file header with no hunk after it (a binary patch
+// has none).
+func (d *diffReader) endFile() error {
+	if d.headerOnly && d.hunks == 0 && !d.binary {
+		return fmt.Errorf("diff of %s has no hunk after its header: the mail is cut short", d.file)
 	}
 	return nil
 }
