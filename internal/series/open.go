@@ -343,6 +343,43 @@ func (r *reading) body(m mbox.Mail, where string) (string, error) {
 	return text, nil
 }
 
+// checkNumbers checks a numbered series (all: the cover letter first, if
+// any): one M, each N once, none beyond M, none missing.
+func checkNumbers(name string, all []entry) error {
+	total := all[0].tag.m
+	byN := map[int]entry{}
+	for _, e := range all {
+		switch {
+		case e.tag.m != total:
+			return fmt.Errorf("%s: patches of two series mixed: %s is %d/%d, %s is %d/%d", name, all[0].where, all[0].tag.n, total, e.where, e.tag.n, e.tag.m)
+		case e.tag.n > total:
+			return fmt.Errorf("%s: numbered %d/%d: beyond the series' end", e.at(), e.tag.n, e.tag.m)
+		case e.tag.n == 0:
+			continue // the cover letter
+		}
+		if prev, ok := byN[e.tag.n]; ok {
+			return fmt.Errorf("%s: two patches numbered %d/%d: %s and %s: two series mixed, or one patch sent twice", name, e.tag.n, total, prev.where, e.where)
+		}
+		byN[e.tag.n] = e
+	}
+	var missing []string
+	for n := 1; n <= total; n++ {
+		if _, ok := byN[n]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", n, total))
+		}
+	}
+	if len(missing) > 0 {
+		var have []string
+		for n := 1; n <= total; n++ {
+			if _, ok := byN[n]; ok {
+				have = append(have, fmt.Sprintf("%d/%d", n, total))
+			}
+		}
+		return fmt.Errorf("%s: patch %s missing (it holds %s): a series applies only whole", name, strings.Join(missing, ", "), strings.Join(have, ", "))
+	}
+	return nil
+}
+
 // check refuses what is not one complete series, and puts the patches in
 // N/M order.
 func (r *reading) check() error {
@@ -400,36 +437,8 @@ func (r *reading) check() error {
 		}
 		return fmt.Errorf("%s: patches of two series mixed: %s is numbered, %s is not", name, with.where, without.where)
 	}
-	total := all[0].tag.m
-	byN := map[int]entry{}
-	for _, e := range all {
-		switch {
-		case e.tag.m != total:
-			return fmt.Errorf("%s: patches of two series mixed: %s is %d/%d, %s is %d/%d", name, all[0].where, all[0].tag.n, total, e.where, e.tag.n, e.tag.m)
-		case e.tag.n > total:
-			return fmt.Errorf("%s: numbered %d/%d: beyond the series' end", e.at(), e.tag.n, e.tag.m)
-		case e.tag.n == 0:
-			continue // the cover letter
-		}
-		if prev, ok := byN[e.tag.n]; ok {
-			return fmt.Errorf("%s: two patches numbered %d/%d: %s and %s: two series mixed, or one patch sent twice", name, e.tag.n, total, prev.where, e.where)
-		}
-		byN[e.tag.n] = e
-	}
-	var missing []string
-	for n := 1; n <= total; n++ {
-		if _, ok := byN[n]; !ok {
-			missing = append(missing, fmt.Sprintf("%d/%d", n, total))
-		}
-	}
-	if len(missing) > 0 {
-		var have []string
-		for n := 1; n <= total; n++ {
-			if _, ok := byN[n]; ok {
-				have = append(have, fmt.Sprintf("%d/%d", n, total))
-			}
-		}
-		return fmt.Errorf("%s: patch %s missing (it holds %s): a series applies only whole", name, strings.Join(missing, ", "), strings.Join(have, ", "))
+	if err := checkNumbers(name, all); err != nil {
+		return err
 	}
 	slices.SortStableFunc(patches, func(a, b entry) int { return a.tag.n - b.tag.n })
 	r.patches = patches
