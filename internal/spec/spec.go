@@ -387,6 +387,41 @@ func (l *Lab) validate(d *doc) error {
 // validate checks the matrix; at makes an error at the line of a key path,
 // d says which keys the file gave (nil after the command-line flags).
 func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h Host, kernels int) error {
+	if err := m.validateAxes(at, d); err != nil {
+		return err
+	}
+	if err := m.validateShapes(at, h); err != nil {
+		return err
+	}
+	if err := m.validateJob(at); err != nil {
+		return err
+	}
+	if m.Boots < 1 {
+		return at(fmt.Sprintf("boots %d: want at least 1 (4 or more for p < 0.05)", m.Boots), "matrix", "boots")
+	}
+	if err := m.validateTimes(at, kernels); err != nil {
+		return err
+	}
+	switch m.Measure {
+	case MeasureAuto, MeasureWall, MeasureICount:
+	default:
+		return at(fmt.Sprintf("measure %q: want auto, wall or icount", m.Measure), "matrix", "measure")
+	}
+	if m.Measure == MeasureICount {
+		for _, c := range m.CPUs {
+			if c > 1 {
+				// Measured here: icount with 2 vCPUs stalled in 2 of 8 boots.
+				return at(fmt.Sprintf("measure icount with %d vCPUs: icount is only reliable with 1 vCPU (use wall)", c), "matrix", "measure")
+			}
+		}
+	}
+	return nil
+}
+
+// validateAxes checks the matrix's lists and counts: known arches (their
+// aliases made lab's names), no value twice, counts of at least 1, a pin
+// lab knows.
+func (m *Matrix) validateAxes(at func(msg string, keys ...string) error, d *doc) error {
 	for i, name := range m.Arch {
 		a, err := arch.Lookup(name)
 		if err != nil {
@@ -425,9 +460,12 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h H
 	default:
 		return at(fmt.Sprintf("pin %q: want auto, on or off", m.Pin), "matrix", "pin")
 	}
-	if err := m.validateShapes(at, h); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateJob checks what each boot runs: benchmarks lab has, on arches
+// they run on, and producer counts the guests can hold.
+func (m *Matrix) validateJob(at func(msg string, keys ...string) error) error {
 	for i, name := range m.Benchmarks {
 		b, ok := benchmark.Lookup(name)
 		if !ok {
@@ -449,25 +487,6 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h H
 		for _, c := range m.CPUs {
 			if p > c && !m.ClipProducers {
 				return at(fmt.Sprintf("producers %d is more than the %d vCPUs of the guest (set clip_producers: true to drop such counts)", p, c), "matrix", "producers", fmt.Sprint(i))
-			}
-		}
-	}
-	if m.Boots < 1 {
-		return at(fmt.Sprintf("boots %d: want at least 1 (4 or more for p < 0.05)", m.Boots), "matrix", "boots")
-	}
-	if err := m.validateTimes(at, kernels); err != nil {
-		return err
-	}
-	switch m.Measure {
-	case MeasureAuto, MeasureWall, MeasureICount:
-	default:
-		return at(fmt.Sprintf("measure %q: want auto, wall or icount", m.Measure), "matrix", "measure")
-	}
-	if m.Measure == MeasureICount {
-		for _, c := range m.CPUs {
-			if c > 1 {
-				// Measured here: icount with 2 vCPUs stalled in 2 of 8 boots.
-				return at(fmt.Sprintf("measure icount with %d vCPUs: icount is only reliable with 1 vCPU (use wall)", c), "matrix", "measure")
 			}
 		}
 	}
