@@ -69,40 +69,8 @@ func (s *Series) Chart() (template.HTML, error) {
 		}
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: label})
 	}
-	// Each stretch between change points, at its mean.
-	start := 0
-	ends := []int{}
-	for _, c := range s.Changes {
-		ends = append(ends, c.Index)
-	}
-	ends = append(ends, len(s.Levels))
-	for _, end := range ends {
-		m, _ := meanSD(levelMeans(s.Levels[start:end]))
-		line, err := plotter.NewLine(plotter.XYs{{X: float64(start) - 0.4, Y: m * scale}, {X: float64(end-1) + 0.4, Y: m * scale}})
-		if err != nil {
-			return "", err
-		}
-		line.Color = levelColor
-		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(line)
-		start = end
-	}
-	pad := (hi - lo) * 0.1
-	if pad == 0 {
-		pad = hi * 1e-4
-	}
-	for _, c := range s.Changes {
-		x := float64(c.Index) - 0.5
-		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo - pad}, {X: x, Y: hi + pad}})
-		if err != nil {
-			return "", err
-		}
-		line.Color = fasterColor
-		if c.Slower {
-			line.Color = slowerColor
-		}
-		line.Width = vg.Points(1.5)
-		p.Add(line)
+	if err := s.addLevels(p, scale, lo, hi); err != nil {
+		return "", err
 	}
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
@@ -124,6 +92,48 @@ func (s *Series) Chart() (template.HTML, error) {
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
 	return report.SVG(p, 7*vg.Inch, 3.5*vg.Inch)
+}
+
+// addLevels draws each stretch between change points at its mean (dashed)
+// and each change point as a line across the chart (lo to hi, padded),
+// coloured by its direction.
+func (s *Series) addLevels(p *plot.Plot, scale, lo, hi float64) error {
+	// Each stretch between change points, at its mean.
+	start := 0
+	ends := []int{}
+	for _, c := range s.Changes {
+		ends = append(ends, c.Index)
+	}
+	ends = append(ends, len(s.Levels))
+	for _, end := range ends {
+		m, _ := meanSD(levelMeans(s.Levels[start:end]))
+		line, err := plotter.NewLine(plotter.XYs{{X: float64(start) - 0.4, Y: m * scale}, {X: float64(end-1) + 0.4, Y: m * scale}})
+		if err != nil {
+			return err
+		}
+		line.Color = levelColor
+		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(line)
+		start = end
+	}
+	pad := (hi - lo) * 0.1
+	if pad == 0 {
+		pad = hi * 1e-4
+	}
+	for _, c := range s.Changes {
+		x := float64(c.Index) - 0.5
+		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo - pad}, {X: x, Y: hi + pad}})
+		if err != nil {
+			return err
+		}
+		line.Color = fasterColor
+		if c.Slower {
+			line.Color = slowerColor
+		}
+		line.Width = vg.Points(1.5)
+		p.Add(line)
+	}
+	return nil
 }
 
 // preciseTicks are gonum's default ticks labelled with as many decimals as
