@@ -490,30 +490,8 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 		return "", err
 	}
 	st.Image = h
-	// The same image as a step already measured: the same figure. No boot.
-	for _, other := range s.res.Steps {
-		if other.Index != k && other.Image == h && len(other.Obs) > 0 {
-			st.SameAs = other.Index
-			s.note(sameImageNote(k, other.Index))
-			v := other.Verdict
-			switch v {
-			case EndGood:
-				v = LikeGood
-			case EndBad:
-				v = LikeBad
-			}
-			// Step k changes no code when it has an earlier step's image;
-			// with a later one's (the bad end's) it is that step's
-			// culprit or like it, and says so (lab bisect --run: bad).
-			st.Verdict = v
-			if other.Index < k {
-				st.Verdict = NoCode
-			}
-			if v == LikeGood {
-				return NoCode, nil
-			}
-			return v, nil
-		}
+	if v, ok := s.sameImage(k, h); ok {
+		return v, nil
 	}
 	first := 1
 	if !s.mode.ICount {
@@ -522,17 +500,10 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 	// Boots prefetch made count (under icount: a step's boots need no
 	// interleaving with the ends').
 	for i := len(st.Obs); i < first; i++ {
-		if err := s.bootSkipping(ctx, k); err != nil {
+		if skipped, err := s.bootStep(ctx, k, i); err != nil {
 			return "", err
-		}
-		if st.Verdict == Skipped {
+		} else if skipped {
 			return Skipped, nil
-		}
-		if !s.mode.ICount {
-			// Interleave with the ends, so that drift hits all alike.
-			if err := s.boot(ctx, []int{0, s.n}[i%2]); err != nil {
-				return "", err
-			}
 		}
 	}
 	for {
@@ -549,19 +520,61 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 			n = 1
 		}
 		for i := 0; i < n && len(st.Obs) < s.maxBoots(); i++ {
-			if err := s.bootSkipping(ctx, k); err != nil {
+			if skipped, err := s.bootStep(ctx, k, i); err != nil {
 				return "", err
-			}
-			if st.Verdict == Skipped {
+			} else if skipped {
 				return Skipped, nil
-			}
-			if !s.mode.ICount {
-				if err := s.boot(ctx, []int{0, s.n}[i%2]); err != nil {
-					return "", err
-				}
 			}
 		}
 	}
+}
+
+// sameImage judges step k, whose image is h, like a step already measured
+// with the same image: the same figure, no boot. Step k changes no code
+// when it has an earlier step's image; with a later one's (the bad end's)
+// it is that step's culprit or like it, and says so (lab bisect --run:
+// bad).
+func (s *search) sameImage(k int, h string) (string, bool) {
+	st := &s.res.Steps[k]
+	for _, other := range s.res.Steps {
+		if other.Index == k || other.Image != h || len(other.Obs) == 0 {
+			continue
+		}
+		st.SameAs = other.Index
+		s.note(sameImageNote(k, other.Index))
+		v := other.Verdict
+		switch v {
+		case EndGood:
+			v = LikeGood
+		case EndBad:
+			v = LikeBad
+		}
+		st.Verdict = v
+		if other.Index < k {
+			st.Verdict = NoCode
+		}
+		if v == LikeGood {
+			return NoCode, true
+		}
+		return v, true
+	}
+	return "", false
+}
+
+// bootStep boots step k once more (its i-th boot of this round) and,
+// under the wall clock, an end after it, alternating, so that drift hits
+// the step and the ends alike. skipped: the step does not boot.
+func (s *search) bootStep(ctx context.Context, k, i int) (skipped bool, err error) {
+	if err := s.bootSkipping(ctx, k); err != nil {
+		return false, err
+	}
+	if s.res.Steps[k].Verdict == Skipped {
+		return true, nil
+	}
+	if !s.mode.ICount {
+		return false, s.boot(ctx, []int{0, s.n}[i%2])
+	}
+	return false, nil
 }
 
 // sameImageNote says which steps change no code when step k builds the
