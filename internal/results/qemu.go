@@ -16,6 +16,9 @@ const (
 type Accel struct {
 	Name   string `json:"name"` // KVM or TCG
 	Reason string `json:"reason"`
+	// Nested names the VM lab itself ran in, for KVM guests of a host that
+	// is a VM (nested virtualisation); "" otherwise.
+	Nested string `json:"nested,omitempty"`
 }
 
 // Outcome is what QEMU did in one boot, as far as the boot got.

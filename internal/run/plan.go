@@ -106,6 +106,9 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 			p := ShapePlan{Arch: a, Shape: shape, Accel: accel, Clock: clock, HostTopology: h.Topology,
 				Oversubscribed: shape.CPUs > h.CPUs, TSCkHz: h.TSCkHz, Firmware: h.VM.FirmwarePath(a, vm.Config{Arch: a, Shape: shape, Accel: accel, Clock: clock, TSCkHz: h.TSCkHz}.Machine())}
 			p.Caveats = topology.Caveats(shape, h.Topology, accel.Name == results.KVM)
+			if c := accel.Caveat(); c != "" {
+				p.Caveats = append(p.Caveats, c)
+			}
 			p.Pin, p.PinNote = topology.PinPlan(shape, h.Topology, m.Pin)
 			if accel.Name == results.TCG && clock == results.ClockICount {
 				// One TCG thread runs every vCPU: nothing per vCPU to pin.

@@ -71,7 +71,9 @@ func recordBuild(i kbuild.Info) results.Build {
 	}
 }
 
-func recordAccel(a vm.Accel) results.Accel { return results.Accel{Name: a.Name, Reason: a.Reason} }
+func recordAccel(a vm.Accel) results.Accel {
+	return results.Accel{Name: a.Name, Reason: a.Reason, Nested: a.Nested}
+}
 
 // recordOutcome is what QEMU did as results.json records it; nil when the
 // boot never got to start QEMU.
