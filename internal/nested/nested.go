@@ -1,0 +1,363 @@
+// Package nested runs lab's KVM path on a host whose own KVM cannot run
+// lab's guests (this project's machine has a PVM /dev/kvm): it boots an
+// outer guest under QEMU's TCG, with a CPU that has AMD's SVM (TCG emulates
+// it, nested paging included) and a lab-built kernel with KVM, and inside
+// it runs lab host and lab run --accel kvm. The outer guest's root is the
+// host's, read-only over virtio-9p; lab's cache and the output folder are
+// writable 9p shares at the same paths. It exercises the code path, not the
+// figures: the inner guest runs under KVM under TCG.
+package nested
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options are one smoke run.
+type Options struct {
+	Lab   string // lab's binary, static (CGO_ENABLED=0): it runs in the outer guest too
+	Self  string // this program's binary, static: the outer guest's init
+	Root  string // lab's checkout
+	Cache string // lab's cache, shared writable with the outer guest
+	Out   string // output folder, shared writable
+	QEMU  string // qemu-system-x86_64
+	// InnerLab and InnerArgs are the lab run inside (with --accel kvm,
+	// --no-build, --cache and --results added).
+	InnerLab  string
+	InnerArgs []string
+	CPUs      int // outer guest's vCPUs
+	MemoryMiB int
+	// Timeout bounds the outer guest, from QEMU's start.
+	Timeout time.Duration
+	Log     io.Writer
+}
+
+// Result is what a smoke run measured.
+type Result struct {
+	OuterKernel string        // image
+	OuterBuild  time.Duration // lab build of the outer kernel
+	InnerBuild  time.Duration // lab build of the inner lab (cached: seconds)
+	// OuterToInit is QEMU's start to the outer guest's init, host time.
+	OuterToInit time.Duration
+	OuterWall   time.Duration // QEMU's start to its exit
+	Status      Status        // from the outer guest
+	// InnerRun is the inner lab run's results.json, "" when it wrote none.
+	InnerRun string
+}
+
+// OuterLab is the lab file lab build makes the outer kernel from: any
+// series does (its baseline is built); the kernel gets nested-host.config.
+const OuterLab = `name: nested-host
+description: the outer guest's kernel of scripts/kvm-smoke (KVM, virtio-9p)
+series: uprobe-srcu
+mode: revert
+config: [common.config, nested-host.config]
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [syscall-count]
+  producers: [1]
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: wall
+`
+
+// Run builds the outer kernel and the inner lab's kernels through lab's
+// cache, boots the outer guest and waits for it, and reads what it did.
+// Every process it starts is gone when it returns, also when ctx ends.
+func Run(ctx context.Context, o Options) (Result, error) {
+	var res Result
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	kernel, err := buildOuterKernel(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	res.OuterKernel, res.OuterBuild = kernel, time.Since(start)
+	fmt.Fprintf(o.Log, "kvm-smoke: outer kernel %s (lab build: %s)\n", kernel, res.OuterBuild.Round(time.Second))
+	start = time.Now()
+	args := append([]string{"build", o.InnerLab}, o.InnerArgs...)
+	args = append(args, "--cache", o.Cache, "--results", filepath.Join(o.Out, "inner-build"))
+	if err := runLab(ctx, o, "inner-build.log", args...); err != nil {
+		return res, fmt.Errorf("build the inner lab's kernels: %w", err)
+	}
+	res.InnerBuild = time.Since(start)
+	fmt.Fprintf(o.Log, "kvm-smoke: inner lab built (lab build: %s)\n", res.InnerBuild.Round(time.Second))
+
+	// The binaries may be under /tmp, which the outer guest mounts afresh:
+	// it runs copies from the output folder, shared at the same path.
+	for _, p := range []*string{&o.Lab, &o.Self} {
+		if *p, err = copyExecutable(*p, filepath.Join(o.Out, "bin")); err != nil {
+			return res, err
+		}
+	}
+	job := o.job()
+	jobPath := filepath.Join(o.Out, "job.json")
+	data, err := json.MarshalIndent(job, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(jobPath, data, 0o644); err != nil {
+		return res, err
+	}
+	outer := Outer{QEMU: o.QEMU, Kernel: kernel, Init: o.Self, Job: jobPath, CPUs: o.CPUs, MemoryMiB: o.MemoryMiB,
+		Console: filepath.Join(o.Out, "console.log"), Shares: job.Shares}
+	if err := boot(ctx, o, outer, &res); err != nil {
+		return res, err
+	}
+	if err := readJSON(filepath.Join(o.Out, StatusFile), &res.Status); err != nil {
+		return res, fmt.Errorf("the outer guest left no status (see %s): %w", outer.Console, err)
+	}
+	res.InnerRun = newest(filepath.Join(o.Out, "results"), "results.json")
+	return res, nil
+}
+
+// job is what the outer guest runs: lab host, then the inner lab under KVM.
+func (o Options) job() Job {
+	results := filepath.Join(o.Out, "results")
+	inner := append([]string{o.Lab, "run", o.InnerLab}, o.InnerArgs...)
+	inner = append(inner, "--accel", "kvm", "--no-build", "--no-history", "--cache", o.Cache, "--results", results)
+	return Job{
+		Shares: []Share{{Tag: "labcache", Path: o.Cache}, {Tag: "labout", Path: o.Out}},
+		Env: []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"HOME=" + os.Getenv("HOME"), "LAB_ROOT=" + o.Root, "TERM=dumb"},
+		Dir: o.Root,
+		Out: o.Out,
+		Steps: []Step{
+			{Name: "lab-host", Args: []string{o.Lab, "host"}, Timeout: 2 * time.Minute},
+			{Name: "lab-run-kvm", Args: inner, Timeout: o.Timeout},
+		},
+	}
+}
+
+// buildOuterKernel is lab build of OuterLab's baseline: lab's cache keys
+// it by content, so a second run compiles nothing.
+func buildOuterKernel(ctx context.Context, o Options) (string, error) {
+	dir := filepath.Join(o.Out, "outer-build")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	labFile := filepath.Join(dir, "nested-host.yaml")
+	if err := os.WriteFile(labFile, []byte(OuterLab), 0o644); err != nil {
+		return "", err
+	}
+	// --sandbox off: the lab file is ours, and lab's own series.
+	if err := runLab(ctx, o, "outer-build.log", "build", labFile, "--only", "baseline", "--sandbox", "off",
+		"--cache", o.Cache, "--results", dir); err != nil {
+		return "", fmt.Errorf("build the outer kernel: %w", err)
+	}
+	var rec struct {
+		Kernels []struct {
+			Arch  string `json:"arch"`
+			Build struct {
+				Image string `json:"image"`
+			} `json:"build"`
+		} `json:"kernels"`
+	}
+	path := newest(dir, "results.json")
+	if path == "" {
+		return "", fmt.Errorf("lab build of the outer kernel left no results.json under %s", dir)
+	}
+	if err := readJSON(path, &rec); err != nil {
+		return "", err
+	}
+	for _, k := range rec.Kernels {
+		if k.Arch == "x86_64" && k.Build.Image != "" {
+			return k.Build.Image, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no x86_64 kernel", path)
+}
+
+// runLab runs lab on the host, its output to Out/logName and the log. On
+// ctx's end lab gets SIGINT, to stop its builds itself, then SIGKILL.
+func runLab(ctx context.Context, o Options, logName string, args ...string) error {
+	f, err := os.Create(filepath.Join(o.Out, logName))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, o.Lab, args...)
+	cmd.Dir = o.Root
+	cmd.Env = append(os.Environ(), "LAB_ROOT="+o.Root)
+	w := io.MultiWriter(f, prefixed(o.Log, "  "))
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
+	cmd.WaitDelay = 30 * time.Second
+	fmt.Fprintf(o.Log, "kvm-smoke: %s %s\n", o.Lab, strings.Join(args, " "))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("lab %s (log %s): %w", args[0], f.Name(), err)
+	}
+	return nil
+}
+
+// boot runs the outer guest to its end, copying its console to the log. On
+// ctx's end or the timeout QEMU is killed, and with it every guest inside.
+func boot(ctx context.Context, o Options, outer Outer, res *Result) error {
+	args, err := outer.Args()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(outer.Console, nil, 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, outer.QEMU, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	qemuLog, err := os.Create(filepath.Join(o.Out, "qemu.log"))
+	if err != nil {
+		return err
+	}
+	defer qemuLog.Close()
+	cmd.Stdout, cmd.Stderr = qemuLog, qemuLog
+	if err := os.WriteFile(filepath.Join(o.Out, "qemu.args"), []byte(outer.QEMU+" "+strings.Join(args, " ")+"\n"), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Log, "kvm-smoke: boot the outer guest: %s %s\n", outer.QEMU, strings.Join(args, " "))
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", outer.QEMU, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tail := &consoleTail{path: outer.Console, log: o.Log, start: start}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			res.OuterWall = time.Since(start)
+			tail.poll()
+			res.OuterToInit = tail.up
+			if ctx.Err() != nil {
+				return fmt.Errorf("outer guest stopped after %s: %w (console: %s)", res.OuterWall.Round(time.Second), ctx.Err(), outer.Console)
+			}
+			if err != nil {
+				return fmt.Errorf("outer QEMU: %w (see %s and %s)", err, qemuLog.Name(), outer.Console)
+			}
+			return nil
+		case <-tick.C:
+			tail.poll()
+		}
+	}
+}
+
+// consoleTail copies new whole lines of the console log to log, and notes
+// when the outer guest's init said it was up.
+type consoleTail struct {
+	path  string
+	log   io.Writer
+	start time.Time
+	off   int64
+	up    time.Duration
+}
+
+func (t *consoleTail) poll() {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
+		return
+	}
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return // a partial line waits for its end
+		}
+		t.off += int64(len(line))
+		line = strings.TrimRight(line, "\r\n")
+		if t.up == 0 && strings.HasPrefix(line, UpMarker) {
+			t.up = time.Since(t.start)
+		}
+		fmt.Fprintf(t.log, "outer | %s\n", line)
+	}
+}
+
+// copyExecutable copies the program at path into dir, and returns the copy.
+func copyExecutable(path, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("copy %s: %w", path, err)
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		return "", fmt.Errorf("copy %s: %w", path, err)
+	}
+	return dst, nil
+}
+
+// newest is the most recently modified file called name under dir, "" when
+// there is none.
+func newest(dir, name string) string {
+	var found []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name {
+			found = append(found, p)
+		}
+		return nil
+	})
+	sort.Slice(found, func(i, j int) bool { return modTime(found[i]).Before(modTime(found[j])) })
+	if len(found) == 0 {
+		return ""
+	}
+	return found[len(found)-1]
+}
+
+func modTime(p string) time.Time {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrStepFailed is returned by Check when a step of the outer guest failed.
+var ErrStepFailed = errors.New("a step in the outer guest failed")
+
+// Check says whether every step of the outer guest succeeded.
+func (r Result) Check() error {
+	if len(r.Status.Steps) == 0 {
+		return fmt.Errorf("%w: none ran", ErrStepFailed)
+	}
+	for _, s := range r.Status.Steps {
+		if s.ExitCode != 0 {
+			return fmt.Errorf("%w: %s exited %d (%s)", ErrStepFailed, s.Name, s.ExitCode, s.Error)
+		}
+	}
+	return nil
+}
