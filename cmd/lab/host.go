@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"lab/internal/arch"
@@ -30,6 +31,9 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			if err != nil {
 				return usageError{err.Error()}
 			}
+			if why := noQEMU(a); why != "" {
+				return fmt.Errorf("%s guests: %s", a.Name, why)
+			}
 			accel, err := vm.ChooseAccel(h.VM, a)
 			if err != nil {
 				return err
@@ -43,6 +47,10 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		fmt.Fprintf(inv.out, "host: %d CPUs, %d NUMA node(s), TSC %d kHz\n", h.CPUs, len(h.Topology.Nodes), h.TSCkHz)
 		for _, name := range arch.Names() {
 			a, _ := arch.Lookup(name)
+			if why := noQEMU(a); why != "" {
+				fmt.Fprintf(inv.out, "%s guests: none (%s)\n", name, why)
+				continue
+			}
 			accel, err := vm.ChooseAccel(h.VM, a)
 			if err != nil {
 				return err
@@ -59,4 +67,14 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		return nil
 	}
+}
+
+// noQEMU says why a's guests cannot boot here for want of QEMU ("" when
+// its QEMU is on the PATH): a node image built without it should say so
+// here, not at a run's first boot.
+func noQEMU(a arch.Arch) string {
+	if _, err := exec.LookPath(a.QEMU); err != nil {
+		return fmt.Sprintf("%s is not on the PATH: install Debian's %s", a.QEMU, a.QEMUPackage)
+	}
+	return ""
 }
