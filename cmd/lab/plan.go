@@ -147,6 +147,11 @@ func planCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		if emit.IsSet() {
+			if emit.V == cluster.EngineK8s {
+				if msg := cluster.MissingImage(ctx, cluster.ImageOrDefault(image.V)); msg != "" {
+					fmt.Fprintf(inv.errOut, "lab plan: warning: %s\n", msg)
+				}
+			}
 			return emitTemplate(req, root, emit.V, out.V, image.V, inv.out)
 		}
 		if req.Results == "" {

@@ -7,8 +7,19 @@ import (
 )
 
 // DefaultImage is the container image the Kubernetes template names until
-// told otherwise (lab plan --image).
-const DefaultImage = "lab:latest"
+// told otherwise (lab plan --image); deploy/container/build builds it and
+// reads its name from here. "localhost/" keeps the name a node-loaded
+// image's everywhere: podman names a local image so, and containerd, given
+// a bare "lab:latest", would look for Docker Hub's docker.io/library/lab.
+const DefaultImage = "localhost/lab:latest"
+
+// ImageOrDefault is image, or DefaultImage when none was given.
+func ImageOrDefault(image string) string {
+	if image == "" {
+		return DefaultImage
+	}
+	return image
+}
 
 // Kubernetes is the lab's run as Kubernetes objects: a volume claim shared
 // by every pod (the kernel cache and the run folders), a build Job, an
@@ -21,10 +32,7 @@ func Kubernetes(req Request, image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if image == "" {
-		image = DefaultImage
-	}
-	d.Image = image
+	d.Image = ImageOrDefault(image)
 	return render("k8s", k8sTemplate, k8sData{templateData: d,
 		FailIndex: exitcode.Codes("run", exitcode.Futile), Retry: exitcode.Codes("run", exitcode.MayHelp)})
 }
@@ -43,6 +51,7 @@ type k8sData struct {
 // kernel cache is mounted and whether pods keep a node each.
 type k8sPod struct {
 	Job, Unit, Image, Command string
+	Pull                      string // imagePullPolicy; "" for Kubernetes' default
 	CPU, Memory               string // requests; "" for none
 	KVM                       bool   // a /dev/kvm from KubeVirt's device plugin
 	Cache                     bool   // the kernel cache at /cache
@@ -52,6 +61,11 @@ type k8sPod struct {
 // Pod is the build, shards or merge Job and its pod.
 func (d k8sData) Pod(unit string) k8sPod {
 	p := k8sPod{Job: d.Name + "-" + unit, Unit: unit, Image: d.Image, Cache: true}
+	if NodeLoaded(d.Image) {
+		// Pulled, it would be Docker Hub's: a clear ErrImageNeverPull
+		// instead of a pull of someone else's image or an access error.
+		p.Pull = "Never"
+	}
 	switch unit {
 	case "build":
 		p.Command, p.CPU, p.Memory = d.Build, "4", "8Gi"
@@ -62,6 +76,12 @@ func (d k8sData) Pod(unit string) k8sPod {
 	}
 	return p
 }
+
+// Builder is the script that builds the image.
+func (k8sData) Builder() string { return ImageBuilder }
+
+// NodeLoaded reports whether the image must be on the nodes already.
+func (d k8sData) NodeLoaded() bool { return NodeLoaded(d.Image) }
 
 // Codes are codes as a YAML flow list's items: 1, 2.
 func (k8sData) Codes(codes []exitcode.Code) string { return exitcode.List(codes, "") }
@@ -97,6 +117,9 @@ spec:
       containers:
         - name: lab
           image: {{.Image}}
+{{- if .Pull}}
+          imagePullPolicy: {{.Pull}}
+{{- end}}
           workingDir: /lab
           command: ["/bin/sh", "-c"]
           args:
@@ -135,9 +158,17 @@ spec:
 {{- end -}}
 # lab {{.Lab}} on Kubernetes, {{.N}} boot shards, written by:
 #   {{.Generator}}
-# The image ({{.Image}}) holds lab's checkout in /lab with lab on the PATH and
-# ./scripts/install-deps run. Pods share the claim lab-cache (ReadWriteMany):
-# /cache holds the kernels the build Job makes, /results the run folders.
+# The image ({{.Image}}) holds lab's checkout in /lab with lab on
+# the PATH and what ./scripts/install-deps installs; {{.Builder}}
+# builds it from Debian packages (its /etc/lab-image.json says what it holds).
+{{- if .NodeLoaded}}
+# Its name has no registry, so pods never pull it (imagePullPolicy: Never):
+# load it onto every node (podman save {{.Image}} |
+# ctr -n k8s.io images import -), or push it to a registry and write this
+# file again with lab plan --image REGISTRY/NAME:TAG.
+{{- end}}
+# Pods share the claim lab-cache (ReadWriteMany): /cache holds the kernels
+# the build Job makes, /results the run folders.
 # LAB_RUN names this run's folder: change it for the next run.
 # Kubernetes does not order Jobs; apply them one after the other:
 #   kubectl apply -f FILE -l lab/unit=cache
