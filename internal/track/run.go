@@ -290,7 +290,11 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	var all []Commit
 	for i, c := range chain {
 		subject, _ := t.tree.Subject(ctx, c)
-		all = append(all, Commit{Hash: c, Subject: subject, Seq: top - (len(chain) - 1 - i)})
+		parent := from
+		if i > 0 {
+			parent = chain[i-1]
+		}
+		all = append(all, Commit{Hash: c, Subject: subject, Seq: top - (len(chain) - 1 - i), Parent: parent})
 		res.Seq[c] = all[i].Seq
 	}
 	fromSubject, _ := t.tree.Subject(ctx, from)

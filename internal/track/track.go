@@ -25,6 +25,9 @@ type Commit struct {
 	Hash    string
 	Subject string
 	Seq     int // its place along the branch: git rev-list --count --first-parent
+	// Parent is its first parent: with --every K, a selected commit's
+	// parent is often not the commit measured before it.
+	Parent string
 }
 
 // Env builds and boots the commits of a track. Image builds a commit's
@@ -255,9 +258,16 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		case err != nil:
 			return err
 		}
-		if img == prevImage {
-			w.set(i, func(o *Outcome) { o.Image, o.State, o.SameAs = img, NoCode, prev.Hash })
-			logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(prev.Hash))
+		same := prev
+		if img != prevImage {
+			var err error
+			if same, err = w.sameAsParent(ctx, c, prev, img); err != nil {
+				return err
+			}
+		}
+		if same.Hash != "" {
+			w.set(i, func(o *Outcome) { o.Image, o.State, o.SameAs = img, NoCode, same.Hash })
+			logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(same.Hash))
 			prev = c
 			continue
 		}
@@ -268,6 +278,29 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		}
 	}
 	return nil
+}
+
+// sameAsParent is c's first parent when c has its image and the parent
+// was not the commit measured before c (a track of every K-th commit): a
+// documentation- or comment-only commit is not booted whatever its place.
+// The parent's build is incremental (c is one commit from it); a parent
+// that does not build says nothing, and c is measured.
+func (w *walker) sameAsParent(ctx context.Context, c, prev Commit, img string) (Commit, error) {
+	if c.Parent == "" || c.Parent == prev.Hash {
+		return Commit{}, nil
+	}
+	parent := Commit{Hash: c.Parent, Subject: "the parent of " + short(c.Hash), Seq: c.Seq - 1}
+	pimg, err := w.env.Image(ctx, parent)
+	var skip *bisect.SkipError
+	switch {
+	case errors.As(err, &skip):
+		return Commit{}, nil
+	case err != nil:
+		return Commit{}, err
+	case pimg == img:
+		return parent, nil
+	}
+	return Commit{}, nil
 }
 
 // hand gives commit i's boots to the workers, or, without overlap (the

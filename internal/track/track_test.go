@@ -217,6 +217,38 @@ func TestWalk(t *testing.T) {
 	}
 }
 
+// With --every K a selected commit's parent was not measured: one whose
+// image is its parent's is still not booted (a documentation commit at a
+// selected place), and the parent is built only to compare.
+func TestWalkEveryKComparesWithTheParent(t *testing.T) {
+	from, cs := chain(8)
+	for i := range cs {
+		cs[i].Parent = from.Hash
+		if i > 0 {
+			cs[i].Parent = cs[i-1].Hash
+		}
+	}
+	sel := Select(cs, 2) // c2 c4 c6 c8
+	env := &fakeEnv{mu: &sync.Mutex{}, images: map[string]string{"c3": "X", "c4": "X"}, noBuild: map[string]bool{"c7": true}}
+	out, err := Walk(context.Background(), env, from, sel, WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"c2": Measured, "c4": NoCode, "c6": Measured, "c8": Measured}
+	if got := states(out); !reflect.DeepEqual(got, want) {
+		t.Errorf("states %v, want %v", got, want)
+	}
+	if out[1].SameAs != "c3" {
+		t.Errorf("c4 has the image of %q, want its parent c3", out[1].SameAs)
+	}
+	if want := []string{"c2", "c6", "c8"}; !reflect.DeepEqual(env.booted, want) {
+		t.Errorf("booted %v, want %v", env.booted, want)
+	}
+	if want := []string{"c0", "c2", "c1", "c4", "c3", "c6", "c5", "c8", "c7"}; !reflect.DeepEqual(env.built, want) {
+		t.Errorf("built %v, want %v", env.built, want)
+	}
+}
+
 func TestWalkOverlapsBuildsWithBoots(t *testing.T) {
 	from, cs := chain(4)
 	// The boot of c(k) waits for the build of c(k+1): without the
