@@ -26,7 +26,7 @@ import (
 // lab host sees QEMU for both arches, lab build of the seed lab finds its
 // kernels in the mounted kernel cache and builds the initramfs offline with
 // the image's Go (its folder starts empty), and one icount boot per variant
-// measures a benchmark inside the container. About 75 s with a warm kernel
+// measures a benchmark inside the container. About 85 s with a warm kernel
 // cache (a cold one compiles two kernels first); it fetches some 450 MB of
 // packages from Debian's mirror.
 func TestNodeImage(t *testing.T) {
