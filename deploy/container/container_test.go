@@ -65,6 +65,14 @@ func TestNodeImage(t *testing.T) {
 		t.Errorf("image has no lab.debian.release-date label: %q", labels)
 	}
 
+	// lab plan --emit k8s asks the host's podman about the image it names.
+	if msg := cluster.MissingImage(ctx, image); msg != "" {
+		t.Errorf("the built image is missing to lab plan: %s", msg)
+	}
+	if msg := cluster.MissingImage(ctx, image+"-nosuch"); !strings.Contains(msg, "podman has no image "+image+"-nosuch") {
+		t.Errorf("an image podman does not have: %q", msg)
+	}
+
 	cache := run.DefaultCache()
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
@@ -84,6 +92,13 @@ func TestNodeImage(t *testing.T) {
 	}
 	if strings.Contains(host, "guests: none (") {
 		t.Errorf("lab host finds an arch without QEMU in the image")
+	}
+
+	// A node image without QEMU for an arch: lab host says which and what
+	// to install.
+	const noARM = "arm64 guests: none (qemu-system-aarch64 is not on the PATH: install Debian's qemu-system-arm)"
+	if out := runIn("sh", "-c", "rm /usr/bin/qemu-system-aarch64 && lab host"); !strings.Contains(out, noARM) {
+		t.Errorf("lab host without qemu-system-aarch64:\n%s\nwant %q", out, noARM)
 	}
 
 	tiny := []string{"labs/uprobe-srcu.yaml", "--arch", "x86_64", "--cpus", "1", "--measure", "icount"}
