@@ -482,6 +482,9 @@ func (s *search) pick(lo, hi int) (int, bool) {
 // or unclear at the cap; a step that cannot be measured is skipped.
 func (s *search) judge(ctx context.Context, k int) (string, error) {
 	st := &s.res.Steps[k]
+	if st.Verdict != Untested && len(st.Obs) > 0 {
+		return st.Verdict, nil // judged already, in the place of a step with its image
+	}
 	h, err := s.env.Image(ctx, k)
 	if s.skipped(k, err) {
 		return Skipped, nil
@@ -492,6 +495,9 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 	st.Image = h
 	if v, ok := s.sameImage(k, h); ok {
 		return v, nil
+	}
+	if v, ok, err := s.judgeParent(ctx, k, h); err != nil || ok {
+		return v, err
 	}
 	first := 1
 	if !s.mode.ICount {
@@ -527,6 +533,26 @@ func (s *search) judge(ctx context.Context, k int) (string, error) {
 			}
 		}
 	}
+}
+
+// judgeParent judges step k by the step before it when both have the
+// image h: step k changes no code (a documentation or comment commit), and
+// the step that made the image is booted in its place, so that a step that
+// changes no code is never booted. An incremental build of one step more.
+func (s *search) judgeParent(ctx context.Context, k int, h string) (string, bool, error) {
+	if k-1 <= 0 || s.res.Steps[k-1].Verdict != Untested {
+		return "", false, nil
+	}
+	ph, err := s.env.Image(ctx, k-1)
+	if err != nil || ph != h {
+		return "", false, nil // a parent that does not build says nothing of step k
+	}
+	s.res.Steps[k-1].Image = ph
+	if _, err := s.judge(ctx, k-1); err != nil {
+		return "", false, err
+	}
+	v, ok := s.sameImage(k, h)
+	return v, ok, nil
 }
 
 // sameImage judges step k, whose image is h, like a step already measured

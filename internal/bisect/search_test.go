@@ -283,6 +283,43 @@ func TestNoCodeChange(t *testing.T) {
 	}
 }
 
+// A step that changes no code is never booted, wherever the search lands:
+// the step before it with the same image is booted in its place (the
+// culprit itself, or a like-good step).
+func TestNoCodeStepIsNeverBooted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		vals    []float64
+		sameAs  map[int]int
+		culprit int
+	}{
+		// 0 good, 1 the culprit, 2 a documentation commit, 3, 4 bad: the
+		// middle is step 2.
+		{"after the culprit", step(1, 4, 0.2), map[int]int{2: 1}, 1},
+		// 0 good, 1, 2 a comment commit, 3 the culprit, 4 bad.
+		{"before the culprit", step(3, 4, -0.08), map[int]int{2: 1}, 3},
+		// two in a row after the culprit: 0, 1 culprit, 2, 3 docs, 4, 5, 6 bad.
+		{"two in a row", step(1, 6, 0.1), map[int]int{2: 1, 3: 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newFake(tc.vals, 1e-6)
+			env.sameAs = tc.sameAs
+			r, err := Search(context.Background(), env, icount)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != Found || r.Culprit != tc.culprit {
+				t.Errorf("%s at step %d, want found at %d", r.Outcome, r.Culprit, tc.culprit)
+			}
+			for _, k := range env.boots {
+				if _, ok := tc.sameAs[k]; ok {
+					t.Errorf("step %d booted (%v): it has step %d's image", k, env.boots, tc.sameAs[k])
+				}
+			}
+		})
+	}
+}
+
 // An infrastructure failure stops the search with the error.
 func TestInfraStops(t *testing.T) {
 	env := newFake(step(3, 6, 0.07), 1e-6)
