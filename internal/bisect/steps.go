@@ -90,9 +90,16 @@ func (b *bisector) rangeSteps(ctx context.Context) error {
 	}
 	b.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits)", b.opt.Good, b.opt.Bad, len(chain))
 	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
-	b.steps = []results.BisectStep{{Index: 0, Name: short(good), Subject: subjectOf(ctx, b.tree, good), Commit: good, SameAs: -1}}
+	top, err := b.tree.Place(ctx, bad)
+	if err != nil {
+		return err
+	}
+	// The chain is bad's first-parent line back to good: places count
+	// down from bad's.
+	first := top - len(chain) + 1
+	b.steps = []results.BisectStep{{Index: 0, Name: short(good), Subject: subjectOf(ctx, b.tree, good), Commit: good, SameAs: -1, Seq: first - 1}}
 	for k, c := range chain {
-		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
+		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1, Seq: first + k})
 	}
 	return nil
 }

@@ -17,7 +17,8 @@ import (
 
 // FromRun makes the history's record of a lab run (results.json). kind is
 // the command that made it; "" reads it from the run: a bisect, a merge of
-// shards, or else a run. A track's caller sets each boot's CommitSeq.
+// shards, or else a run. A bisect over a git range gives its steps' places
+// along the branch; a track's caller sets each boot's CommitSeq.
 func FromRun(r *results.Run, kind string) (*Run, error) {
 	if kind == "" {
 		kind = KindRun
@@ -35,9 +36,9 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		Series: Series{Name: r.Series.Name, Mode: r.Series.Mode, SHA256: r.Series.Hash},
 	}
 	for _, b := range r.Boots {
-		commit, kernel := r.Commit(b.Variant), kernelOf(r, b)
+		commit, kernel, seq := r.Commit(b.Variant), kernelOf(r, b), 0
 		if step := bisectStep(r, b.Index); step != nil {
-			commit, kernel = step.Commit, step.Kernel
+			commit, kernel, seq = step.Commit, step.Kernel, step.Seq
 		}
 		if kernel == nil {
 			return nil, fmt.Errorf("run %s of lab %s, boot %d: no kernel for %s %s", r.RunID, r.Lab, b.Index, b.Arch, b.Variant)
@@ -47,7 +48,7 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 			host = *b.Host // a merged run's boot ran on its shard's host
 		}
 		hb := Boot{
-			Index: b.Index, Digest: digest(b), Variant: string(b.Variant), Commit: commit,
+			Index: b.Index, Digest: digest(b), Variant: string(b.Variant), Commit: commit, CommitSeq: seq,
 			KernelKey: kernel.Info.Key, ImageSHA256: kernel.Info.ImageSHA256,
 			Arch: b.Arch, CPUs: b.CPUs, Topology: topologyOf(b), Clock: b.Clock, Accel: b.Accel.Name,
 			Host: Host{Name: host.Name, CPUModel: host.CPUModel, CPUs: host.CPUs, Kernel: host.Kernel},

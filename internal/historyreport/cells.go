@@ -201,18 +201,33 @@ func changesClass(s *Series) string {
 	return class
 }
 
+// culpritText is what bisecting the change point found: "-" when it was
+// not bisected.
+func (c Change) culpritText() string {
+	cu := c.Culprit
+	switch {
+	case cu == nil:
+		return "-"
+	case cu.Culprit == "":
+		return cu.Outcome + ", no single commit (" + cu.BisectRun + ")"
+	case cu.BisectRun == "":
+		return Short(cu.Culprit) + " (" + cu.Outcome + ")"
+	}
+	return Short(cu.Culprit) + " (" + cu.BisectRun + ")"
+}
+
 // ChangeTables are lab history detect's answer: a table a group that has
 // change points, a line a change point.
 func (h *History) ChangeTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: g.Title(), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", ""},
-			Right: []bool{false, false, false, true, true, true, false}}
+		t := Table{Title: g.Title(), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", "", "culprit"},
+			Right: []bool{false, false, false, true, true, true, false, false}}
 		for _, s := range h.InGroup(g) {
 			for _, c := range s.Changes {
 				b, a := s.Levels[c.Index-1], s.Levels[c.Index]
 				t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), b.Label() + " · " + b.runText(), a.Label() + " · " + a.runText(),
-					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), c.verdictText()})
+					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), c.verdictText(), c.culpritText()})
 				t.Marked = append(t.Marked, c.verdictText())
 			}
 		}

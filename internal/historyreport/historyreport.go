@@ -78,6 +78,9 @@ type Change struct {
 	// Slower: the figure went down. Every figure lab keeps is a rate or a
 	// ratio of rates: higher is better, so down is a regression.
 	Slower bool
+	// Culprit is what bisecting this change point found (lab track
+	// --bisect), nil when it was not bisected.
+	Culprit *history.Culprit
 }
 
 // Load reads every series of the history (of opt.Lab, when set) and finds
@@ -123,7 +126,32 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 		sr.detect()
 		h.Series = append(h.Series, sr)
 	}
+	culprits, err := s.Culprits(ctx, opt.Lab)
+	if err != nil {
+		return nil, err
+	}
+	h.attach(culprits)
 	return h, nil
+}
+
+// attach gives each change point the culprit bisected for it: one of its
+// series whose bisect named the first commit after the change point, or
+// that bisected exactly the commits either side of it.
+func (h *History) attach(culprits []history.Culprit) {
+	for i := range h.Series {
+		sr := &h.Series[i]
+		for j := range sr.Changes {
+			c := &sr.Changes[j]
+			before, after := sr.Levels[c.Index-1], sr.Levels[c.Index]
+			for k := range culprits {
+				cu := &culprits[k]
+				if cu.Lab == sr.Key.Lab && cu.Series == sr.Key.String() &&
+					((cu.Culprit != "" && cu.Culprit == after.Commit) || (cu.Good == before.Commit && cu.Bad == after.Commit)) {
+					c.Culprit = cu
+				}
+			}
+		}
+	}
 }
 
 func labsText(keys []history.SeriesKey) string {

@@ -268,6 +268,35 @@ func TestMail(t *testing.T) {
 
 // An improvement has no mail; a regression at the same commit of a
 // run (nothing in the source changed) says so and measures again.
+// A change point that lab track --bisect took to a culprit shows it in
+// the change table and the mail; another series' culprit is not its own.
+func TestCulpritOfAChangePoint(t *testing.T) {
+	st := stream{lab: "uprobe-srcu", commits: 16, at: 9, stepPct: -1.2, noise: 3e-5}
+	s := store(t, st.runs())
+	h := load(t, s, Options{MinPct: -1})
+	key := series(t, h, "uprobe-nop").Key
+	ctx := context.Background()
+	for _, c := range []history.Culprit{
+		{Lab: st.lab, Series: key.String(), Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-1"},
+		{Lab: st.lab, Series: "another series", Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-2"},
+	} {
+		if err := s.AddCulprit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h = load(t, s, Options{MinPct: -1})
+	c := series(t, h, "uprobe-nop").Changes
+	if len(c) != 1 || c[0].Culprit == nil || c[0].Culprit.BisectRun != "bisect-1" {
+		t.Fatalf("changes %+v: want the culprit of bisect-1", c)
+	}
+	if text := Text(h.ChangeTables()); !strings.Contains(text, Short(commit(9))+" (bisect-1)") {
+		t.Errorf("change table lacks the culprit:\n%s", text)
+	}
+	if m := h.Mails(); len(m) != 1 || !strings.Contains(m[0].Text, "bisected: culprit "+Short(commit(9))+" (lab bisect run bisect-1)") {
+		t.Errorf("mail lacks the bisect:\n%v", m)
+	}
+}
+
 func TestMailOfTheSameCommit(t *testing.T) {
 	if n := len(load(t, store(t, stream{lab: "l", commits: 12, at: 7, stepPct: 3, noise: 3e-5}.runs()), Options{MinPct: -1}).Mails()); n != 0 {
 		t.Errorf("%d mails of an improvement", n)

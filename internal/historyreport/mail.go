@@ -122,6 +122,9 @@ func (h *History) mail(r *regression) Mail {
 	b.WriteString("\n")
 	line("commit: %s", orUnknown(after.Commit))
 	line("parent: %s", orUnknown(before.Commit))
+	if cu := c.Culprit; cu != nil && cu.BisectRun != "" {
+		line("bisected: %s %s (lab bisect run %s)", cu.Outcome, orUnknown(Short(cu.Culprit)), cu.BisectRun)
+	}
 	line("runs: %s before; %s after", before.runText(), after.runText())
 	if after.Commit == before.Commit {
 		line("note: the commit is the same on both sides: what moved the figure is not the kernel's source (%s)", sameCommitWhy(before, after))

@@ -502,4 +502,8 @@ type BisectStep struct {
 	Verdict      string    `json:"verdict"`
 	Skip         string    `json:"skip,omitempty"`
 	SameAs       int       `json:"same_as"` // the step with the same image, -1 when none
+	// Seq is a commit step's place along its branch (git rev-list --count
+	// --first-parent): the history orders a bisect's steps among a
+	// track's commits by it. 0: unknown (a series' patches).
+	Seq int `json:"seq,omitempty"`
 }

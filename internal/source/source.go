@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -303,6 +304,21 @@ func (t *Tree) Chain(ctx context.Context, from, to string) ([]string, error) {
 		return nil, fmt.Errorf("no commits between %s and %s (is %s an ancestor of %s?)", from, to, from, to)
 	}
 	return strings.Fields(out), nil
+}
+
+// Place is commit's place along its branch: how many commits its
+// first-parent line holds, itself included (git rev-list --count
+// --first-parent), the order the history keeps a branch's commits in.
+func (t *Tree) Place(ctx context.Context, commit string) (int, error) {
+	out, err := t.git.Output(ctx, "rev-list", "--count", "--first-parent", commit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("the place of %s along its branch: %q", commit, out)
+	}
+	return n, nil
 }
 
 // Resolve turns a ref (tag, branch, sha) into a commit of the tree.

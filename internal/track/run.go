@@ -9,13 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"lab/internal/bisect"
-	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
@@ -275,14 +273,9 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	if err != nil {
 		return Commit{}, nil, err
 	}
-	git := &gitcmd.Git{Dir: t.tree.Dir}
-	count, err := git.Output(ctx, "rev-list", "--count", "--first-parent", to)
+	top, err := t.tree.Place(ctx, to)
 	if err != nil {
 		return Commit{}, nil, err
-	}
-	top, err := strconv.Atoi(strings.TrimSpace(count))
-	if err != nil {
-		return Commit{}, nil, fmt.Errorf("the place of %s along its branch: %q", t.opt.To, count)
 	}
 	// The chain is to's first-parent line back to from: places count down
 	// from to's.
