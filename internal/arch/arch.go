@@ -200,6 +200,17 @@ var all = map[string]Arch{
 		// a 2-vCPU boot (printk times) and came out up to 0.2 % off
 		// (2440.3 against 2445.4 MHz).
 		TSCkHzParam: "tsc_early_khz",
+		// With a thread per vCPU, every cross-CPU spin-wait of the boot
+		// runs on the 2 host CPUs against the vCPUs it waits for: the
+		// parallel bring-up's APs spin until the boot CPU onlines each
+		// one (13 s of a 19 s 96-vCPU boot), and the stop_machine of the
+		// late switch to the tsc clocksource spins 95 vCPUs while the
+		// boot CPU poisons the freed init memory (20 s more in 1 boot of
+		// 3). One thread taking turns moves on to the next vCPU at each
+		// PAUSE. Measured here by hand, alternating, the lab's QEMU line:
+		// 96 vCPUs 18.0-20.4 -> 5.6-6.1 s to the agent, 32 vCPUs 2.2-2.6
+		// -> 1.3 s, 16 vCPUs 1.1 -> 0.9 s, 4 vCPUs 0.7 s both.
+		OversubscribedSingleThread: true,
 	},
 	"arm64": {
 		Name:         "arm64",
@@ -228,9 +239,7 @@ var all = map[string]Arch{
 		// 96 vCPU threads on 2 host CPUs spent most of the boot waiting for
 		// them: register_cpu_capacity_sysctl, 0.5 s of work, took 7.4 s of
 		// wall time; boot to the agent took 34-104 s, against 17-23 s with
-		// one thread taking turns (16 vCPUs: 5.4 s against 2.4 s). x86_64
-		// boots no faster single-threaded (96 vCPUs: 29-52 s against
-		// 23-27 s), so it keeps a thread per vCPU.
+		// one thread taking turns (16 vCPUs: 5.4 s against 2.4 s).
 		OversubscribedSingleThread: true,
 	},
 }

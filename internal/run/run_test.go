@@ -503,14 +503,14 @@ func TestSandboxAuto(t *testing.T) {
 	}
 }
 
-// Oversubscribed arm64 TCG guests run in one host thread, with a caveat;
-// x86_64 ones and guests that fit keep a thread per vCPU.
+// Oversubscribed TCG guests run in one host thread, with a caveat; guests
+// that fit keep a thread per vCPU.
 func TestPlanSingleThread(t *testing.T) {
 	for _, tc := range []struct {
 		arch   string
 		cpus   int
 		single bool
-	}{{"arm64", 96, true}, {"arm64", 2, false}, {"x86_64", 96, false}} {
+	}{{"arm64", 96, true}, {"arm64", 2, false}, {"x86_64", 96, true}, {"x86_64", 2, false}} {
 		lab := fakeLab(1, tc.cpus)
 		lab.Matrix.Arch = []string{tc.arch}
 		plans, err := Plan(lab, tcgHost())
