@@ -36,24 +36,31 @@ func run() error {
 	root, _ := os.Getwd()
 	o := nested.Options{Root: root, Log: os.Stdout}
 	var inner string
-	flag.StringVar(&o.Lab, "lab", filepath.Join(root, "lab"), "lab's binary, built with CGO_ENABLED=0 (it runs in the outer guest too)")
+	flag.StringVar(&o.Arch, "arch", "x86_64", "the guests' arch: x86_64, or arm64 (needs -root)")
+	flag.StringVar(&o.RootDir, "root", "/", "the outer guest's root, read-only: / when this host runs the arch's programs, else a tree of its Debian packages")
+	flag.StringVar(&o.HostLab, "host-lab", filepath.Join(root, "lab"), "lab's binary for this host (it builds the kernels)")
+	flag.StringVar(&o.Lab, "lab", filepath.Join(root, "lab"), "lab's binary for the arch, built with CGO_ENABLED=0 (it runs in the outer guest)")
+	flag.StringVar(&o.Self, "init", "", "this program for the arch, static: the outer guest's init (default: this binary)")
 	flag.StringVar(&o.Cache, "cache", filepath.Join(home, ".cache", "lab"), "lab's cache (shared writable with the outer guest)")
 	flag.StringVar(&o.Out, "out", filepath.Join(root, "results", "kvm-smoke", time.Now().UTC().Format("20060102-150405")), "output folder")
-	flag.StringVar(&o.QEMU, "qemu", "qemu-system-x86_64", "QEMU for the outer guest")
+	flag.StringVar(&o.QEMU, "qemu", "", "QEMU for the outer guest (default: the arch's)")
 	flag.StringVar(&o.InnerLab, "inner-lab", "labs/uprobe-srcu.yaml", "the lab run inside, under KVM")
-	flag.StringVar(&inner, "inner-args", "--arch x86_64 --cpus 1 --benchmarks uprobe-nop --producers 1 --boots 1 --duration 1s --warmup 0s",
-		"its shape: lab run flags (--accel kvm, --no-build, --cache and --results are added)")
+	flag.StringVar(&inner, "inner-args", "--cpus 1 --benchmarks uprobe-nop --producers 1 --boots 1 --duration 1s --warmup 0s",
+		"its shape: lab run flags (--arch, --accel kvm, --no-build, --cache and --results are added)")
 	flag.IntVar(&o.CPUs, "cpus", 2, "the outer guest's vCPUs")
 	flag.IntVar(&o.MemoryMiB, "memory", 3072, "the outer guest's memory, MiB")
 	flag.DurationVar(&o.Timeout, "timeout", 40*time.Minute, "longest the outer guest may run")
 	flag.Parse()
-	o.InnerArgs = strings.Fields(inner)
-	self, err := os.Executable()
-	if err != nil {
-		return err
+	o.InnerArgs = append([]string{"--arch", o.Arch}, strings.Fields(inner)...)
+	if o.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Self = self
 	}
-	o.Self = self
-	for _, p := range []*string{&o.Lab, &o.Cache, &o.Out, &o.Self} {
+	var err error
+	for _, p := range []*string{&o.HostLab, &o.Lab, &o.Cache, &o.Out, &o.Self, &o.RootDir} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}

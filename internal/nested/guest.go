@@ -1,7 +1,6 @@
 package nested
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,26 +196,31 @@ func mountShares(shares []Share) []string {
 var kvmLine = regexp.MustCompile(`(?i)\b(kvm|svm|npt|nested)\b`)
 
 // kernelKVMLines are the kernel log's lines about KVM, read from /dev/kmsg
-// without waiting for more.
+// up to its end. Raw reads: an *os.File on a non-blocking fd parks in Go's
+// poller at the log's end instead of returning EAGAIN (the first nested run
+// hung there for its whole timeout).
 func kernelKVMLines() []string {
-	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	fd, err := syscall.Open("/dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return []string{fmt.Sprintf("(no kernel log: %v)", err)}
 	}
-	defer f.Close()
+	defer syscall.Close(fd)
 	var out []string
-	r := bufio.NewReader(f)
+	buf := make([]byte, 8192)
 	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			break
+		// One record per read; EAGAIN at the end of the log.
+		n, err := syscall.Read(fd, buf)
+		if errors.Is(err, syscall.EPIPE) {
+			continue // records overwritten while reading
+		}
+		if err != nil || n <= 0 {
+			return out
 		}
 		// "6,123,456789,-;text": the text after the first ';'.
-		if _, text, ok := strings.Cut(line, ";"); ok && kvmLine.MatchString(text) {
-			out = append(out, strings.TrimSpace(text))
+		if _, text, ok := strings.Cut(string(buf[:n]), ";"); ok && kvmLine.MatchString(text) {
+			out = append(out, strings.TrimSpace(strings.SplitN(text, "\n", 2)[0]))
 		}
 	}
-	return out
 }
 
 // runStep runs one step, its output to Out/Name.txt and the console.

@@ -22,16 +22,24 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"lab/internal/arch"
 )
 
 // Options are one smoke run.
 type Options struct {
-	Lab   string // lab's binary, static (CGO_ENABLED=0): it runs in the outer guest too
-	Self  string // this program's binary, static: the outer guest's init
-	Root  string // lab's checkout
-	Cache string // lab's cache, shared writable with the outer guest
-	Out   string // output folder, shared writable
-	QEMU  string // qemu-system-x86_64
+	Arch string // the outer and inner guests' arch
+	// RootDir is the outer guest's root on the host, read-only: "/" when
+	// the host runs Arch's programs; else a tree of Arch's Debian
+	// packages (QEMU and its libraries), e.g. mmdebstrap --variant=extract.
+	RootDir string
+	HostLab string // lab's binary for the host: it builds the kernels
+	Lab     string // lab's binary for Arch, static (CGO_ENABLED=0): it runs in the outer guest
+	Self    string // this program's binary for Arch, static: the outer guest's init
+	Root    string // lab's checkout
+	Cache   string // lab's cache, shared writable with the outer guest
+	Out     string // output folder, shared writable
+	QEMU    string // the host's QEMU for Arch (default: Arch's)
 	// InnerLab and InnerArgs are the lab run inside (with --accel kvm,
 	// --no-build, --cache and --results added).
 	InnerLab  string
@@ -56,15 +64,17 @@ type Result struct {
 	InnerRun string
 }
 
-// OuterLab is the lab file lab build makes the outer kernel from: any
-// series does (its baseline is built); the kernel gets nested-host.config.
-const OuterLab = `name: nested-host
+// OuterLab is the lab file lab build makes the outer kernel of arch from:
+// any series does (its baseline is built); the kernel gets
+// nested-host.config and nested-host-<arch>.config.
+func OuterLab(arch string) string {
+	return fmt.Sprintf(`name: nested-host
 description: the outer guest's kernel of scripts/kvm-smoke (KVM, virtio-9p)
 series: uprobe-srcu
 mode: revert
-config: [common.config, nested-host.config]
+config: [common.config, nested-host.config, nested-host-%[1]s.config]
 matrix:
-  arch: [x86_64]
+  arch: [%[1]s]
   cpus: [1]
   benchmarks: [syscall-count]
   producers: [1]
@@ -72,13 +82,21 @@ matrix:
   duration: 1s
   warmup: 0s
   measure: wall
-`
+`, arch)
+}
 
 // Run builds the outer kernel and the inner lab's kernels through lab's
 // cache, boots the outer guest and waits for it, and reads what it did.
 // Every process it starts is gone when it returns, also when ctx ends.
 func Run(ctx context.Context, o Options) (Result, error) {
 	var res Result
+	a, err := arch.Lookup(o.Arch)
+	if err != nil {
+		return res, err
+	}
+	if o.QEMU == "" {
+		o.QEMU = a.QEMU
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return res, err
 	}
@@ -98,15 +116,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.InnerBuild = time.Since(start)
 	fmt.Fprintf(o.Log, "kvm-smoke: inner lab built (lab build: %s)\n", res.InnerBuild.Round(time.Second))
 
-	// The binaries may be under /tmp, which the outer guest mounts afresh:
-	// it runs copies from the output folder, shared at the same path.
-	for _, p := range []*string{&o.Lab, &o.Self} {
-		if *p, err = copyExecutable(*p, filepath.Join(o.Out, "bin")); err != nil {
-			return res, err
-		}
+	stage, err := o.stage()
+	if err != nil {
+		return res, err
 	}
-	job := o.job()
-	jobPath := filepath.Join(o.Out, "job.json")
+	job := o.job(stage)
+	jobPath := filepath.Join(stage.host, "job.json")
 	data, err := json.MarshalIndent(job, "", "  ")
 	if err != nil {
 		return res, err
@@ -114,8 +129,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := os.WriteFile(jobPath, data, 0o644); err != nil {
 		return res, err
 	}
-	outer := Outer{QEMU: o.QEMU, Kernel: kernel, Init: o.Self, Job: jobPath, CPUs: o.CPUs, MemoryMiB: o.MemoryMiB,
-		Console: filepath.Join(o.Out, "console.log"), Shares: job.Shares}
+	outer := Outer{Arch: a, QEMU: o.QEMU, Kernel: kernel, Init: stage.lab(o.Self), Job: stage.lab(jobPath), CPUs: o.CPUs,
+		MemoryMiB: o.MemoryMiB, Console: filepath.Join(o.Out, "console.log"), Root: o.RootDir, Shares: job.Shares}
 	if err := boot(ctx, o, outer, &res); err != nil {
 		return res, err
 	}
@@ -126,19 +141,62 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
+// staging is where the outer guest's init, lab and the job are: a folder
+// of the outer guest's root, read before any share is mounted.
+type staging struct {
+	host  string // the folder on the host
+	guest string // the same in the outer guest
+}
+
+// lab is where the guest sees a staged host file.
+func (s staging) lab(host string) string {
+	return filepath.Join(s.guest, strings.TrimPrefix(host, s.host))
+}
+
+// stage copies lab and this program into the outer guest's root and makes
+// the shares' mount points there. With the host's root, the output folder
+// is the stage (a /tmp the outer guest mounts afresh would hide one there:
+// it reads the job before); with a tree of its own, kvm-smoke/ in it.
+func (o *Options) stage() (staging, error) {
+	st := staging{host: filepath.Join(o.Out, "bin"), guest: filepath.Join(o.Out, "bin")}
+	if o.RootDir != "/" {
+		st = staging{host: filepath.Join(o.RootDir, "kvm-smoke"), guest: "/kvm-smoke"}
+		for _, d := range []string{"proc", "sys", "dev", "tmp", "run", o.Cache, o.Out, o.Root} {
+			if err := os.MkdirAll(filepath.Join(o.RootDir, d), 0o755); err != nil {
+				return st, err
+			}
+		}
+	}
+	for _, p := range []*string{&o.Lab, &o.Self} {
+		c, err := copyExecutable(*p, st.host)
+		if err != nil {
+			return st, err
+		}
+		*p = c
+	}
+	return st, nil
+}
+
 // job is what the outer guest runs: lab host, then the inner lab under KVM.
-func (o Options) job() Job {
+func (o Options) job(st staging) Job {
 	results := filepath.Join(o.Out, "results")
-	inner := append([]string{o.Lab, "run", o.InnerLab}, o.InnerArgs...)
+	lab := st.lab(o.Lab)
+	inner := append([]string{lab, "run", o.InnerLab}, o.InnerArgs...)
 	inner = append(inner, "--accel", "kvm", "--no-build", "--no-history", "--cache", o.Cache, "--results", results)
+	shares := []Share{{Tag: "labcache", Path: o.Cache}, {Tag: "labout", Path: o.Out}}
+	if o.RootDir != "/" {
+		// lab's checkout (labs/, kernel-config/, patches/), which a root
+		// of its own does not hold.
+		shares = append(shares, Share{Tag: "labsrc", Path: o.Root, ReadOnly: true})
+	}
 	return Job{
-		Shares: []Share{{Tag: "labcache", Path: o.Cache}, {Tag: "labout", Path: o.Out}},
+		Shares: shares,
 		Env: []string{"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"HOME=" + os.Getenv("HOME"), "LAB_ROOT=" + o.Root, "TERM=dumb"},
 		Dir: o.Root,
 		Out: o.Out,
 		Steps: []Step{
-			{Name: "lab-host", Args: []string{o.Lab, "host"}, Timeout: 2 * time.Minute},
+			{Name: "lab-host", Args: []string{lab, "host"}, Timeout: 2 * time.Minute},
 			{Name: "lab-run-kvm", Args: inner, Timeout: o.Timeout},
 		},
 	}
@@ -152,7 +210,7 @@ func buildOuterKernel(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	labFile := filepath.Join(dir, "nested-host.yaml")
-	if err := os.WriteFile(labFile, []byte(OuterLab), 0o644); err != nil {
+	if err := os.WriteFile(labFile, []byte(OuterLab(o.Arch)), 0o644); err != nil {
 		return "", err
 	}
 	// --sandbox off: the lab file is ours, and lab's own series.
@@ -176,11 +234,11 @@ func buildOuterKernel(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	for _, k := range rec.Kernels {
-		if k.Arch == "x86_64" && k.Build.Image != "" {
+		if k.Arch == o.Arch && k.Build.Image != "" {
 			return k.Build.Image, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no x86_64 kernel", path)
+	return "", fmt.Errorf("%s: no %s kernel", path, o.Arch)
 }
 
 // runLab runs lab on the host, its output to Out/logName and the log. On
@@ -191,7 +249,7 @@ func runLab(ctx context.Context, o Options, logName string, args ...string) erro
 		return err
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, o.Lab, args...)
+	cmd := exec.CommandContext(ctx, o.HostLab, args...)
 	cmd.Dir = o.Root
 	cmd.Env = append(os.Environ(), "LAB_ROOT="+o.Root)
 	w := io.MultiWriter(f, prefixed(o.Log, "  "))
@@ -199,7 +257,7 @@ func runLab(ctx context.Context, o Options, logName string, args ...string) erro
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 30 * time.Second
-	fmt.Fprintf(o.Log, "kvm-smoke: %s %s\n", o.Lab, strings.Join(args, " "))
+	fmt.Fprintf(o.Log, "kvm-smoke: %s %s\n", o.HostLab, strings.Join(args, " "))
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("lab %s (log %s): %w", args[0], f.Name(), err)
 	}

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"lab/internal/arch"
 )
 
 func TestOuterArgs(t *testing.T) {
-	o := Outer{QEMU: "qemu-system-x86_64", Kernel: "/c/kernels/k/vmlinux", Init: "/out/bin/kvm-smoke", Job: "/out/job.json",
+	o := Outer{Arch: mustArch(t, "x86_64"), Root: "/", QEMU: "qemu-system-x86_64", Kernel: "/c/kernels/k/vmlinux", Init: "/out/bin/kvm-smoke", Job: "/out/job.json",
 		CPUs: 2, MemoryMiB: 3072, Console: "/out/console.log",
 		Shares: []Share{{Tag: "labcache", Path: "/root/.cache/lab"}, {Tag: "labout", Path: "/out"}}}
 	args, err := o.Args()
@@ -35,13 +37,77 @@ func TestOuterArgs(t *testing.T) {
 	if n := strings.Count(line, "readonly=on"); n != 1 {
 		t.Errorf("%d read-only shares, want 1 (the root)", n)
 	}
-	if _, err := (Outer{CPUs: 0, MemoryMiB: 1024}).Args(); err == nil {
+	if _, err := (Outer{Arch: mustArch(t, "x86_64"), CPUs: 0, MemoryMiB: 1024}).Args(); err == nil {
 		t.Error("0 vCPUs: no error")
 	}
 }
 
+// arm64's outer guest has EL2 and a root of its own: a tree of arm64
+// packages, since the host's programs are x86_64's.
+func TestOuterArgsArm64(t *testing.T) {
+	o := Outer{Arch: mustArch(t, "arm64"), Root: "/c/arm64-root", Kernel: "/k/Image", Init: "/kvm-smoke/kvm-smoke", Job: "/kvm-smoke/job.json",
+		CPUs: 2, MemoryMiB: 3072, Console: "/out/console.log"}
+	args, err := o.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Join(args, " ")
+	for _, want := range []string{"-M virt,virtualization=on,gic-version=3", "-cpu max,pauth-impdef=on",
+		"path=/c/arm64-root,security_model=none,multidevs=remap,readonly=on -device virtio-9p-device,fsdev=fs0,mount_tag=/dev/root",
+		"console=ttyAMA0"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("QEMU args lack %q:\n%s", want, line)
+		}
+	}
+}
+
+// With a root of its own, the outer guest runs staged copies, and gets lab's
+// checkout as a share.
+func TestStageForeignRoot(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	for _, f := range []string{"lab", "kvm-smoke"} {
+		os.WriteFile(filepath.Join(bin, f), []byte("#!/bin/true\n"), 0o755)
+	}
+	o := Options{RootDir: filepath.Join(dir, "root"), Lab: filepath.Join(bin, "lab"), Self: filepath.Join(bin, "kvm-smoke"),
+		Root: "/src/lab", Cache: "/c", Out: filepath.Join(dir, "out"), InnerLab: "labs/x.yaml", Timeout: time.Hour}
+	st, err := o.stage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.lab(o.Self); got != "/kvm-smoke/kvm-smoke" {
+		t.Errorf("init at %s in the guest", got)
+	}
+	for _, d := range []string{"proc", "sys", "tmp", "run", "c", "src/lab", o.Out} {
+		if fi, err := os.Stat(filepath.Join(o.RootDir, d)); err != nil || !fi.IsDir() {
+			t.Errorf("no mount point %s in the root: %v", d, err)
+		}
+	}
+	job := o.job(st)
+	if !strings.HasPrefix(job.Steps[0].Args[0], "/kvm-smoke/") {
+		t.Errorf("lab host runs %s", job.Steps[0].Args[0])
+	}
+	var src bool
+	for _, s := range job.Shares {
+		src = src || (s.Path == "/src/lab" && s.ReadOnly)
+	}
+	if !src {
+		t.Errorf("shares %+v: no read-only checkout", job.Shares)
+	}
+}
+
+func mustArch(t *testing.T, name string) arch.Arch {
+	t.Helper()
+	a, err := arch.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func TestOuterCmdline(t *testing.T) {
-	c := Outer{Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
+	c := Outer{Arch: mustArch(t, "x86_64"), Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
 	for _, want := range []string{"root=/dev/root rootfstype=9p rootflags=trans=virtio", " ro ", "console=ttyS0", "init=/out/bin/kvm-smoke"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("cmdline %q lacks %q", c, want)
@@ -54,9 +120,9 @@ func TestOuterCmdline(t *testing.T) {
 }
 
 func TestJobRunsLabUnderKVM(t *testing.T) {
-	o := Options{Lab: "/out/bin/lab", Root: "/src/lab", Cache: "/c", Out: "/out", InnerLab: "labs/x.yaml",
+	o := Options{RootDir: "/", Lab: "/out/bin/lab", Root: "/src/lab", Cache: "/c", Out: "/out", InnerLab: "labs/x.yaml",
 		InnerArgs: []string{"--cpus", "1"}, Timeout: time.Hour}
-	job := o.job()
+	job := o.job(staging{host: "/out/bin", guest: "/out/bin"})
 	var names []string
 	for _, s := range job.Steps {
 		names = append(names, s.Name)
