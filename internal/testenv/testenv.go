@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -136,16 +137,38 @@ func UpstreamVersion(debian string) string {
 	return v
 }
 
-// StreamVar turns on the end-to-end tests that need a cold kernel build of
-// their own (a git tree made from the tarball builds in a build folder of
-// its own: about 40 minutes on 2 cores), too long for ./scripts/test's
-// budget: run them before a release.
-const StreamVar = "LAB_E2E_STREAM"
-
-// Stream skips t unless LAB_E2E_STREAM is set.
-func Stream(t testing.TB, what string) {
+// CommitBranch writes the edits as commits on base in the git repository
+// gitDir, with a scratch index (no work tree is touched), and returns
+// them, oldest first.
+func CommitBranch(t testing.TB, gitDir, base string, edits []Edit) []string {
 	t.Helper()
-	if os.Getenv(StreamVar) == "" {
-		t.Skipf("end-to-end with a cold build of its own (%s): set %s=1 to run it (about 40 minutes on 2 cores; not in ./scripts/test)", what, StreamVar)
+	index := filepath.Join(t.TempDir(), "index")
+	git := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_DIR="+gitDir, "GIT_INDEX_FILE="+index)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, errOut.String())
+		}
+		return strings.TrimSpace(out.String())
 	}
+	head := base
+	git("", "read-tree", head)
+	var commits []string
+	for _, e := range edits {
+		old := git("", "show", head+":"+e.File) + "\n"
+		changed := e.Change(old)
+		if changed == old {
+			t.Fatalf("%q changes nothing in %s: the kernel source is not what the test expects", e.Subject, e.File)
+		}
+		blob := git(changed, "hash-object", "-w", "--stdin")
+		git("", "update-index", "--cacheinfo", "100644,"+blob+","+e.File)
+		tree := git("", "write-tree")
+		head = git("", "commit-tree", tree, "-p", head, "-m", e.Subject)
+		commits = append(commits, head)
+	}
+	return commits
 }

@@ -1,0 +1,295 @@
+package main
+
+// End to end: a branch of 31 commits written at test time onto Debian's
+// 6.12 tree, tracked by lab track every second commit under icount, its
+// change points found and each bisected to its culprit.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/internal/arch"
+	"lab/internal/bisect"
+	"lab/internal/history"
+	"lab/internal/historyreport"
+	"lab/internal/run"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/testenv"
+)
+
+var initLogLine = regexp.MustCompile(`Run %s as init process( \(track [0-9]+\))?`)
+
+// logEdit moves the image and nothing else: init's log line says which
+// edit it is.
+func logEdit(k int) testenv.Edit {
+	return testenv.Edit{Subject: fmt.Sprintf("init: log line %d", k), File: "init/main.c", Change: func(s string) string {
+		return initLogLine.ReplaceAllLiteralString(s, fmt.Sprintf("Run %%s as init process (track %d)", k))
+	}}
+}
+
+func docEdit(k int) testenv.Edit {
+	return testenv.Edit{Subject: fmt.Sprintf("docs: uprobetracer: note %d", k), File: "Documentation/trace/uprobetracer.rst",
+		Change: func(s string) string { return s + fmt.Sprintf("\n.. lab track test: documentation only (%d)\n", k) }}
+}
+
+// commentEdit comments at the end of uprobes.c: no line of code moves
+// (__LINE__ is in WARN_ON's tables), so the image stays.
+func commentEdit(k int) testenv.Edit {
+	return testenv.Edit{Subject: fmt.Sprintf("uprobes: a comment (%d)", k), File: "kernel/events/uprobes.c",
+		Change: func(s string) string { return s + fmt.Sprintf("/* lab track test: a comment (%d) */\n", k) }}
+}
+
+const (
+	hitAnchor = "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n"
+	spinA     = "\t{ volatile int lab_a; for (lab_a = 0; lab_a < 32; lab_a++) ; }\n"
+	spinB     = "\t{ volatile int lab_b; for (lab_b = 0; lab_b < 16; lab_b++) ; }\n"
+)
+
+// streamBranch: two commits that slow the uprobe hit path (A, B), one that
+// undoes A, log-line changes that move the image, and documentation- and
+// comment-only commits, laid out for a track of every second commit (the
+// tarball's commit is place 1, so the even places are measured): each
+// planted commit sits at an odd place between two measured ones, so a
+// bisect finds it; three of the quiet commits sit at measured places, so
+// the track must see that their image is their parent's, and one sits in
+// a bisect's range; each level has at least three measured commits, the
+// shortest icount detection accepts.
+var streamBranch = []testenv.Edit{
+	logEdit(1), logEdit(2), logEdit(3), docEdit(1), logEdit(4), commentEdit(1), docEdit(2), logEdit(5), logEdit(6), // places 2-10
+	{Subject: "uprobes: spin on every hit (A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, hitAnchor+spinA)}, // 11
+	logEdit(7), logEdit(8), logEdit(9), docEdit(3), logEdit(10), logEdit(11), commentEdit(2), // 12-18
+	{Subject: "uprobes: spin a little more on every hit (B)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, spinB+hitAnchor)}, // 19
+	logEdit(12), logEdit(13), logEdit(14), logEdit(15), logEdit(16), // 20-24
+	{Subject: "uprobes: do not spin (undo A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(spinA, "")}, // 25
+	docEdit(4), logEdit(17), logEdit(18), logEdit(19), logEdit(20), logEdit(21), logEdit(22), // 26-32
+}
+
+// TestTrackAStream: lab track --every 2 --bisect on a git tree of commits
+// made at test time from Debian's tarball (streamBranch). The culprits written into the
+// history are exactly A, B and the undoing of A, each found by a bisect;
+// no documentation- or comment-only commit is ever booted; a second track
+// measures nothing. With LAB_STREAM_EXAMPLE=DIR the track's and the
+// bisects' output and the history report are written to DIR (the committed
+// example results/examples/track-stream).
+func TestTrackAStream(t *testing.T) {
+	testenv.E2E(t, "lab track builds and boots a branch of real kernels")
+	ctx := context.Background()
+	cache := run.DefaultCache()
+	root := testenv.Checkout(t, "../..")
+	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := tree.BaseHash
+	commits := testenv.CommitBranch(t, filepath.Join(tree.Dir, ".git"), base, streamBranch)
+	tip := commits[len(commits)-1]
+	planted := map[string]string{commits[9]: "A", commits[17]: "B", commits[23]: "undo A"}
+	quiet := map[string]bool{}
+	for i, e := range streamBranch {
+		if strings.HasPrefix(e.Subject, "docs:") || strings.Contains(e.Subject, "a comment") {
+			quiet[commits[i]] = true
+		}
+	}
+
+	// The user's tree: the lab tree's objects (alternates), branch main.
+	user := filepath.Join(t.TempDir(), "linux")
+	os.MkdirAll(filepath.Join(user, ".git", "objects", "info"), 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"update-ref", "refs/heads/main", tip}, {"symbolic-ref", "HEAD", "refs/heads/main"}} {
+		if args[0] == "update-ref" {
+			os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(tree.Dir, ".git", "objects")+"\n"), 0o644)
+		}
+		cmd := exec.Command("git", args...)
+		cmd.Dir = user
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(source.GitTreeDir(cache, user)) })
+	// A lab names a series; lab track measures the branch and ignores it.
+	testenv.WriteSeries(t, tree.Dir, root, "track-stream", []testenv.Edit{docEdit(99)})
+	labFile := testenv.WriteLab(t, root, "track-stream", fmt.Sprintf(`name: track-stream
+description: a branch of Debian's 6.12 with two planted slowdowns of the uprobe hit path and the undoing of one
+series: track-stream
+mode: apply
+source:
+  git: %s
+  base: %s
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uprobe-nop, syscall-count]
+  producers: [1]
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: icount
+`, user, base))
+	lab, err := spec.Load(labFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every commit's kernel into the content-keyed cache first, as
+	// incremental builds in the tarball's tree, whose build folder the
+	// suite has warmed: the git source's own folder would start cold (a
+	// whole build) for a tree that differs from the tarball's in two files.
+	buildStart := time.Now()
+	a, _ := arch.Lookup("x86_64")
+	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(string, ...any) {}}
+	for _, c := range append([]string{base}, commits...) {
+		if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tree.Checkout(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	tree.Close()
+	buildTook := time.Since(buildStart)
+
+	hist := filepath.Join(t.TempDir(), "history.db")
+	results := t.TempDir()
+	trackArgs := []string{"track", labFile, "--from", base, "--to", "main", "--every", "2", "--bisect",
+		"--accel", "tcg", "--cache", cache, "--results", results, "--history", hist}
+	var stdout, stderr strings.Builder
+	trackStart := time.Now()
+	code := runMainIn(ctx, trackArgs, nil, &stdout, &stderr)
+	trackTook := time.Since(trackStart)
+	t.Logf("lab %s\nstdout:\n%s\nstderr:\n%s", strings.Join(trackArgs, " "), stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("lab track: exit %d", code)
+	}
+	t.Logf("build phase: %s for %d commits; track and bisect: %s", buildTook.Round(time.Second), len(commits)+1, trackTook.Round(time.Second))
+
+	for _, i := range []int{6, 16, 24} { // the quiet commits at measured places
+		if w := fmt.Sprintf("track: %s %s: no code change (the image of ", commits[i][:12], streamBranch[i].Subject); !strings.Contains(stdout.String(), w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+
+	store, err := history.Open(ctx, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	culprits, err := store.Culprits(ctx, lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, c := range culprits {
+		name, ok := planted[c.Culprit]
+		switch {
+		case !ok:
+			t.Errorf("culprit %s of %s..%s (%s) is not a planted commit", c.Culprit, c.Good, c.Bad, c.Outcome)
+		case c.Outcome != bisect.Found || c.BisectRun == "":
+			t.Errorf("culprit %s (%s): outcome %q, bisect run %q: want found by a bisect", c.Culprit, name, c.Outcome, c.BisectRun)
+		case !strings.Contains(c.Series, "uprobe-nop"):
+			t.Errorf("culprit %s (%s) in series %s: want uprobe-nop's (syscall-count is the control)", c.Culprit, name, c.Series)
+		}
+		found[c.Culprit] = true
+	}
+	for c, name := range planted {
+		if !found[c] {
+			t.Errorf("planted commit %s (%s) not named", c[:12], name)
+		}
+	}
+
+	// No documentation- or comment-only commit was booted, by the track or
+	// by a bisect.
+	keys, err := store.SeriesKeys(ctx, lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	booted := map[string]bool{}
+	for _, key := range keys {
+		points, err := store.Points(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range points {
+			booted[p.Commit] = true
+			if quiet[p.Commit] {
+				t.Errorf("%s (%s run %s) was booted: its image is its parent's", p.Commit[:12], p.Kind, p.RunID)
+			}
+		}
+	}
+	for c, name := range planted {
+		if !booted[c] {
+			t.Errorf("planted commit %s (%s) has no boot in the history", c[:12], name)
+		}
+	}
+
+	// With the bisects' boots in their places along the branch, the
+	// history's change points fall at the planted commits themselves, each
+	// with its culprit: what the report and the regression mails name.
+	h, err := historyreport.Load(ctx, store, historyreport.Options{Lab: lab.Name, MinPct: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	for _, f := range h.Changes() {
+		if f.Series.Control {
+			t.Errorf("a change point in the control %s", historyreport.RowName(f.Series.Key))
+			continue
+		}
+		changes++
+		if _, ok := planted[f.After().Commit]; !ok || f.Change.Culprit == nil || f.Change.Culprit.Culprit != f.After().Commit {
+			t.Errorf("change point %s..%s (%+.3f %%), culprit %+v: want a planted commit, bisected to itself",
+				f.Before().Commit[:12], f.After().Commit[:12], f.Change.Pct, f.Change.Culprit)
+		}
+	}
+	if changes != len(planted) {
+		t.Errorf("%d change points, want %d:\n%s", changes, len(planted), h.ReportText())
+	}
+
+	if dir := os.Getenv("LAB_STREAM_EXAMPLE"); dir != "" {
+		writeStreamExample(t, ctx, dir, hist, results, lab.Name, strings.Join(trackArgs, " "), stdout.String(), buildTook, trackTook)
+	}
+
+	// A second track resumes: everything is in the history.
+	stdout.Reset()
+	stderr.Reset()
+	again := slices.DeleteFunc(slices.Clone(trackArgs), func(a string) bool { return a == "--bisect" })
+	if code := runMainIn(ctx, again, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("second lab track: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "in the history already") || strings.Contains(stdout.String(), "boot 1:") {
+		t.Errorf("a second track measured again:\n%s", stdout.String())
+	}
+}
+
+// writeStreamExample keeps what a stream run showed: the track's output
+// and the phases' wall times (track.txt), its run folders (the track's and
+// each bisect's: lab history import takes them), and lab history report's
+// files.
+func writeStreamExample(t *testing.T, ctx context.Context, dir, hist, results, lab, command, out string, build, track time.Duration) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("$ lab %s\n%s\nbuild phase (every commit, incrementally, into the content cache): %s\ntrack and bisect: %s\n",
+		command, out, build.Round(time.Second), track.Round(time.Second))
+	if err := os.WriteFile(filepath.Join(dir, "track.txt"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := filepath.Glob(filepath.Join(results, lab, "*"))
+	for _, r := range runs {
+		if out, err := exec.Command("cp", "-r", r, dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp -r %s %s: %v\n%s", r, dir, err, out)
+		}
+	}
+	var stdout, stderr strings.Builder
+	if code := runMainIn(ctx, []string{"history", "report", "--history", hist, "--lab", lab, "--out", dir}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("lab history report: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
