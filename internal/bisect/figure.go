@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"lab/internal/benchmark"
 	"lab/internal/results"
@@ -60,12 +61,18 @@ func (b *bisector) follow(f results.Figure, why string) {
 	if b.run != nil {
 		b.run.Bisect.Figure, b.run.Bisect.Chosen = f, why
 	}
+	// In the lab's order: under icount the order of a boot's benchmarks
+	// moves each figure by hundredths of a percent, and the ends' boots a
+	// track hands over ran the lab's job.
 	job := b.fullJob
-	job.Benchmarks = []string{f.Benchmark}
-	for _, c := range benchmark.Controls() {
-		if c != f.Benchmark && contains(b.fullJob.Benchmarks, c) {
-			job.Benchmarks = append(job.Benchmarks, c)
+	job.Benchmarks = nil
+	for _, name := range b.fullJob.Benchmarks {
+		if name == f.Benchmark || slices.Contains(benchmark.Controls(), name) {
+			job.Benchmarks = append(job.Benchmarks, name)
 		}
+	}
+	if !slices.Contains(job.Benchmarks, f.Benchmark) {
+		job.Benchmarks = append([]string{f.Benchmark}, job.Benchmarks...)
 	}
 	job.Producers = []int{f.Producers}
 	if f.Scaling || f.Producers != 1 {
