@@ -257,7 +257,8 @@ func exitCases() []exitCase {
 		{"history", exitcode.Usage, "no such subcommand", drive(bg, "history", "show")},
 		{"history", exitcode.Usage, "--history in no folder", drive(bg, "history", "import", example, "--history", "no-such-folder/h.db")},
 
-		{exitcode.HistoryDetect, exitcode.OK, "no change point", inHistory(importedExamples, "history", "detect")},
+		{exitcode.HistoryDetect, exitcode.OK, "no change point", inHistory(importedExamples, "history", "detect", "--lab", "uprobe-srcu")},
+		{exitcode.HistoryDetect, exitcode.Slower, "the tracked stream's regressions", inHistory(importedExamples, "history", "detect", "--lab", "track-stream")},
 		{exitcode.HistoryDetect, exitcode.Failed, "an unknown lab", inHistory(importedExamples, "history", "detect", "--lab", "nope")},
 		{exitcode.HistoryDetect, exitcode.Usage, "--out", drive(bg, "history", "detect", "--out", "x")},
 		{exitcode.HistoryDetect, exitcode.Slower, "a planted regression", inHistory(func(t *testing.T) string { return planted(t, -1) }, "history", "detect")},

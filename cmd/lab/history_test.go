@@ -121,8 +121,9 @@ func TestHistoryImportSkipsFiles(t *testing.T) {
 	}
 }
 
-// lab history lists the series, as text or Markdown; detect finds no
-// change point in the examples (each series is one run or a short bisect).
+// lab history lists the series, as text or Markdown; detect finds the
+// three change points of the tracked stream (track-stream) and none in the
+// other examples (each series is one run or a short bisect).
 func TestHistoryListAndDetectExamples(t *testing.T) {
 	db := importedExamples(t)
 	code, stdout, stderr := labCmd(t, "history", "--history", db)
@@ -136,8 +137,17 @@ func TestHistoryListAndDetectExamples(t *testing.T) {
 		t.Errorf("list --lab --format md: exit %d\n%s", code, stdout)
 	}
 	code, stdout, _ = labCmd(t, "history", "detect", "--history", db)
-	if code != 0 || !strings.Contains(stdout, "no change point") {
+	// The culprits come from the imported bisects' records: a culprit cell
+	// names its bisect run.
+	if code != int(exitcode.Slower) || !strings.Contains(stdout, "3 change points: 2 slower (a regression), 1 faster") ||
+		strings.Count(stdout, " (bisect-") != 3 {
 		t.Errorf("detect: exit %d\n%s", code, stdout)
+	}
+	for _, lab := range []string{"uprobe-srcu", "uprobe-lazy-buffer", "kretprobe-objpool"} {
+		code, stdout, _ = labCmd(t, "history", "detect", "--history", db, "--lab", lab)
+		if code != 0 || !strings.Contains(stdout, "no change point") {
+			t.Errorf("detect --lab %s: exit %d\n%s", lab, code, stdout)
+		}
 	}
 }
 

@@ -285,9 +285,5 @@ func (b trackBisect) bisect(ctx context.Context, good, bad string, fig results.F
 	if err != nil {
 		return "", "", "", err
 	}
-	culprit := ""
-	if r.Bisect.Outcome == bisect.Found {
-		culprit = r.Bisect.Steps[r.Bisect.Culprit].Commit
-	}
-	return r.Bisect.Outcome, culprit, r.RunID, nil
+	return r.Bisect.Outcome, r.Bisect.CulpritCommit(), r.RunID, nil
 }

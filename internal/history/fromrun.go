@@ -23,6 +23,8 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 	if kind == "" {
 		kind = KindRun
 		switch {
+		case r.Bisect != nil && r.Bisect.Outcome == results.Tracked:
+			kind = KindTrack
 		case r.Bisect != nil:
 			kind = KindBisect
 		case r.Merged != nil:
@@ -69,7 +71,46 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		}
 		h.Boots = append(h.Boots, hb)
 	}
+	if c, ok := bisectCulprit(r, h); ok {
+		h.Culprits = append(h.Culprits, c)
+	}
 	return h, nil
+}
+
+// bisectCulprit is what a bisect over a git range found, for the series
+// of the figure it followed: the ends are the last commit before a change
+// point and the first after it, as lab track hands them over, so the
+// history's report shows the culprit at its change point also when the
+// bisect is imported. A bisect of a series' patches gives none: its
+// steps are not commits of a branch.
+func bisectCulprit(r *results.Run, h *Run) (Culprit, bool) {
+	bi := r.Bisect
+	if bi == nil || h.Kind != KindBisect || len(bi.Steps) < 2 || bi.Outcome == "" || bi.Figure.Benchmark == "" {
+		return Culprit{}, false
+	}
+	good, bad := bi.Steps[0], bi.Steps[len(bi.Steps)-1]
+	if good.Seq == 0 || bad.Seq == 0 || good.Commit == "" || bad.Commit == "" {
+		return Culprit{}, false
+	}
+	metric := MetricRate
+	if bi.Figure.Scaling {
+		metric = MetricScaling
+	}
+	for _, b := range h.Boots {
+		if b.Failure != "" {
+			continue
+		}
+		for _, f := range b.Figures {
+			if f.Benchmark != bi.Figure.Benchmark || f.Producers != bi.Figure.Producers || f.Metric != metric {
+				continue
+			}
+			k := SeriesKey{Lab: h.Lab, Variant: LineVariant(h.Kind, b.Variant), Benchmark: f.Benchmark, Tool: f.Tool, Producers: f.Producers, Metric: f.Metric,
+				Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostClass: b.Host.Class()}
+			return Culprit{Lab: h.Lab, Series: k.String(), Good: good.Commit, Bad: bad.Commit, Culprit: bi.CulpritCommit(),
+				Outcome: bi.Outcome, BisectRun: r.RunID, Added: r.Started}, true
+		}
+	}
+	return Culprit{}, false
 }
 
 func kernelOf(r *results.Run, b results.Boot) *results.Kernel {

@@ -54,8 +54,24 @@ func TestFromRunExamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		if want := map[bool]string{true: KindBisect, false: KindRun}[r.Bisect != nil]; h.Kind != want {
+		want := KindRun
+		switch {
+		case r.Bisect != nil && r.Bisect.Outcome == results.Tracked:
+			want = KindTrack
+		case r.Bisect != nil:
+			want = KindBisect
+		}
+		if h.Kind != want {
 			t.Errorf("%s: kind %s, want %s", d, h.Kind, want)
+		}
+		wantCulprits := 0
+		if bi := r.Bisect; h.Kind == KindBisect && len(bi.Steps) > 1 && bi.Steps[0].Seq > 0 {
+			wantCulprits = 1 // a bisect over a git range
+		}
+		if len(h.Culprits) != wantCulprits {
+			t.Errorf("%s: %d culprits, want %d", d, len(h.Culprits), wantCulprits)
+		} else if wantCulprits == 1 && h.Culprits[0].Culprit != r.Bisect.CulpritCommit() {
+			t.Errorf("%s: culprit %s, want %s", d, h.Culprits[0].Culprit, r.Bisect.CulpritCommit())
 		}
 		if len(h.Boots) != len(r.Boots) {
 			t.Errorf("%s: %d boots, want %d", d, len(h.Boots), len(r.Boots))

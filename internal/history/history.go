@@ -56,6 +56,9 @@ type Run struct {
 	Source     Source
 	Series     Series
 	Boots      []Boot
+	// Culprits are what a bisect over a git range found, written with its
+	// boots (FromRun makes them from a bisect's record).
+	Culprits []Culprit
 }
 
 // Source is the kernel source the run built from.
@@ -150,6 +153,16 @@ type SeriesKey struct {
 	HostClass string
 }
 
+// LineVariant is the variant of the line a boot's figure belongs to: a
+// bisect's ends (its baseline and patched boots) are commits of the line
+// it bisects, like its steps.
+func LineVariant(kind, variant string) string {
+	if kind == KindBisect {
+		return ""
+	}
+	return variant
+}
+
 func (k SeriesKey) String() string {
 	s := fmt.Sprintf("%s %s", k.Lab, k.Benchmark)
 	if k.Tool != "" {
@@ -215,6 +228,11 @@ func (r *Run) check() error {
 		return fmt.Errorf("%s: kind %q is none of %s", what, r.Kind, strings.Join(kinds, ", "))
 	case r.Started.IsZero():
 		return fmt.Errorf("%s: no start time", what)
+	}
+	for _, c := range r.Culprits {
+		if err := c.check(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	seen := map[int]bool{}
 	for _, b := range r.Boots {

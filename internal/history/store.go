@@ -255,6 +255,11 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 		}
 		added++
 	}
+	for _, c := range r.Culprits {
+		if err := s.addCulprit(ctx, tx, c); err != nil {
+			return 0, err
+		}
+	}
 	return added, tx.Commit()
 }
 

@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -41,19 +42,35 @@ type Culprit struct {
 // AddCulprit writes what bisecting a change point found, replacing an
 // earlier answer for the same change point.
 func (s *Store) AddCulprit(ctx context.Context, c Culprit) error {
-	if c.Lab == "" || c.Series == "" || c.Good == "" || c.Bad == "" || c.Outcome == "" {
-		return fmt.Errorf("history: a culprit needs its lab, series, both commits and the outcome: %+v", c)
+	return s.addCulprit(ctx, s.db, c)
+}
+
+// execer is a database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *Store) addCulprit(ctx context.Context, db execer, c Culprit) error {
+	if err := c.check(); err != nil {
+		return fmt.Errorf("history: %w", err)
 	}
 	if c.Added.IsZero() {
 		c.Added = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO culprits (lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, added)
+	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO culprits (lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, added)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (lab, series, good_commit, bad_commit) DO UPDATE SET
 		culprit = excluded.culprit, outcome = excluded.outcome, bisect_run = excluded.bisect_run, added = excluded.added`),
 		c.Lab, c.Series, c.Good, c.Bad, c.Culprit, c.Outcome, c.BisectRun, c.Added.UTC().Format(timeLayout))
 	if err != nil {
 		return fmt.Errorf("culprit of %s %s..%s: %w", c.Series, c.Good, c.Bad, s.explain(err))
+	}
+	return nil
+}
+
+func (c Culprit) check() error {
+	if c.Lab == "" || c.Series == "" || c.Good == "" || c.Bad == "" || c.Outcome == "" {
+		return fmt.Errorf("a culprit needs its lab, series, both commits and the outcome: %+v", c)
 	}
 	return nil
 }

@@ -107,11 +107,7 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 		}
 		for _, p := range pts {
 			line := k
-			if p.Kind == history.KindBisect {
-				// A bisect's ends are commits of the line it bisects,
-				// like its steps.
-				line.Variant = ""
-			}
+			line.Variant = history.LineVariant(p.Kind, k.Variant)
 			if _, ok := points[line]; !ok {
 				order = append(order, line)
 			}

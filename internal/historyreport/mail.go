@@ -145,8 +145,8 @@ func (h *History) mail(r *regression) Mail {
 	line("        accelerator: %s", k.Accel)
 	line("        clock: %s", k.Clock)
 	line("        host class: %s", k.HostClass)
-	if hosts := slices.Concat(before.Hosts, after.Hosts); len(hosts) > 0 {
-		line("        hosts: %s", strings.Join(distinct(hosts), ", "))
+	if hosts := distinct(slices.Concat(before.Hosts, after.Hosts)); len(hosts) > 0 {
+		line("        hosts: %s", strings.Join(hosts, ", "))
 	}
 	if after.KernelVersion != "" {
 		line("        kernel: Linux %s", after.KernelVersion)

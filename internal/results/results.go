@@ -476,7 +476,7 @@ type Bisect struct {
 	FloorPct float64      `json:"floor_pct,omitempty"`
 	LikePct  float64      `json:"like_pct,omitempty"` // icount: a step this near an end is like it
 	Steps    []BisectStep `json:"steps"`
-	Outcome  string       `json:"outcome"` // culprit, no change, range, unclear, attributed
+	Outcome  string       `json:"outcome"` // culprit, no change, range, unclear, attributed; Tracked for a track
 	Culprit  int          `json:"culprit"` // the step; First..Culprit when a range
 	First    int          `json:"first"`
 	Change   stats.Change `json:"change"`   // bad end against good end
@@ -485,6 +485,23 @@ type Bisect struct {
 	Notes    []string     `json:"notes,omitempty"`
 	Boots    int          `json:"boots"` // boots spent
 }
+
+// Found is the Outcome of a bisect that named one step (or a range
+// around skipped steps: Culprit is the last of it).
+const Found = "culprit"
+
+// CulpritCommit is the commit a bisect over a git range named, "" when it
+// named none or its steps are not commits of a branch.
+func (b *Bisect) CulpritCommit() string {
+	if b == nil || b.Outcome != Found || b.Culprit < 0 || b.Culprit >= len(b.Steps) {
+		return ""
+	}
+	return b.Steps[b.Culprit].Commit
+}
+
+// Tracked is the Outcome of a lab track's record: its steps are the
+// commits it measured, each with its place along the branch.
+const Tracked = "tracked"
 
 // BisectStep is one step: the source with the first k patches (or the k-th
 // commit of a range).

@@ -29,8 +29,8 @@ import (
 	"lab/internal/vm"
 )
 
-// Outcome of a track's run record (results.Bisect.Outcome).
-const Tracked = "tracked"
+// Tracked is the outcome of a track's run record (results.Bisect.Outcome).
+const Tracked = results.Tracked
 
 // Options are the inputs of lab track besides the lab.
 type Options struct {
@@ -302,10 +302,10 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	t.run.Series = results.Series{Name: "git " + t.opt.From + ".." + t.opt.To}
 	t.run.Series.Variants.Baseline, t.run.Series.Variants.Patched = from, to
 	t.steps = map[string]int{from: 0}
-	t.run.Bisect.Steps = []results.BisectStep{{Index: 0, Name: short(from), Subject: fromSubject, Commit: from, SameAs: -1, Verdict: "parent"}}
+	t.run.Bisect.Steps = []results.BisectStep{{Index: 0, Name: short(from), Subject: fromSubject, Commit: from, SameAs: -1, Verdict: "parent", Seq: parent.Seq}}
 	for _, c := range sel {
 		t.steps[c.Hash] = len(t.run.Bisect.Steps)
-		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1})
+		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1, Seq: c.Seq})
 	}
 	return parent, sel, nil
 }
