@@ -44,7 +44,11 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			}
 			return nil
 		}
-		fmt.Fprintf(inv.out, "host: %d CPUs, %d NUMA node(s), TSC %d kHz\n", h.CPUs, len(h.Topology.Nodes), h.TSCkHz)
+		line := fmt.Sprintf("host: %d CPUs, %d NUMA node(s)", h.CPUs, len(h.Topology.Nodes))
+		if h.TSCkHz > 0 { // x86 only: an arm64 host has no TSC
+			line += fmt.Sprintf(", TSC %d kHz", h.TSCkHz)
+		}
+		fmt.Fprintln(inv.out, line)
 		for _, name := range arch.Names() {
 			a, _ := arch.Lookup(name)
 			if why := noQEMU(a); why != "" {
