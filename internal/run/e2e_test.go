@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,6 +390,49 @@ func TestBootInterrupt(t *testing.T) {
 		t.Errorf("records kept: %+v", out)
 	}
 	noQEMU(t, cfg)
+}
+
+// A QEMU stopped by a signal from outside lab ends cleanly (exit 0): that
+// is not the guest's doing. Alone, it is an infrastructure failure; with
+// lab's own cancel just after (a scheduler's cancel signals both), an
+// interruption, so that the boot is not recorded as the kernel's failure.
+func TestBootQEMUSignalledFromOutside(t *testing.T) {
+	e2e(t)
+	kernel, initrd := builtKernel(t)
+	for _, tc := range []struct {
+		name       string
+		labCancels bool
+		want       string
+	}{
+		{"alone", false, results.FailInfra},
+		{"with lab's cancel", true, results.FailInterrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				for ctx.Err() == nil {
+					if fi, err := os.Stat(cfg.ResultsPath()); err == nil && fi.Size() > 0 {
+						if pid := qemuOf(cfg.ConsoleLog()); pid > 0 {
+							syscall.Kill(pid, syscall.SIGTERM)
+							if tc.labCancels {
+								time.Sleep(500 * time.Millisecond)
+								cancel()
+							}
+							return
+						}
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			_, err := vm.Boot(ctx, cfg, 5*time.Minute, nil)
+			if got := results.FailureKind(err); got != tc.want {
+				t.Errorf("failure %q (%v), want %q", got, err, tc.want)
+			}
+			noQEMU(t, cfg)
+		})
+	}
 }
 
 // noQEMU fails if a QEMU of this boot is still running.

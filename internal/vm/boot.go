@@ -130,12 +130,22 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	if kind != "" {
 		return stalled(kind, why)
 	}
+	out.Wall = time.Since(start)
+	if signalled(stderr.String()) {
+		// QEMU ends cleanly (exit 0) on SIGTERM, SIGINT or SIGHUP: the
+		// guest did not stop by itself. A job scheduler's cancel or a
+		// terminal's Ctrl-C signals lab and QEMU at once, and QEMU may
+		// exit before lab has seen its own signal: wait a little for it.
+		select {
+		case <-ctx.Done():
+		case <-time.After(3 * time.Second):
+			return out, infra(c.Arch.QEMU+" was stopped from outside lab", errors.New(strings.TrimSpace(stderr.String())))
+		}
+	}
 	if ctx.Err() != nil {
 		// QEMU may die of the same signal as lab, before lab stops it.
-		out.Wall = time.Since(start)
 		return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
 	}
-	out.Wall = time.Since(start)
 	if cmd.ProcessState != nil {
 		out.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -272,6 +282,12 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 			return nil, results.FailInterrupt, "interrupted"
 		}
 	}
+}
+
+// signalled says whether QEMU's stderr has its line for a termination
+// signal: "qemu-system-x86_64: terminating on signal 15 from pid 42 (lab)".
+func signalled(stderr string) bool {
+	return strings.Contains(stderr, ": terminating on signal ")
 }
 
 // finished judges a boot whose QEMU exited by itself: the agent's records,
