@@ -84,8 +84,14 @@ type Info struct {
 	BTF      string        `json:"btf,omitempty"`
 	Compiled int           `json:"compiled"` // compile steps (CC/AS) this build ran
 	Duration time.Duration `json:"duration_ns"`
-	BuiltAt  time.Time     `json:"built_at"`
-	Cached   bool          `json:"-"` // true when this run reused the image
+	// Configure and Make split Duration: on a cold build folder the
+	// configuration (kconfig's tools built, then tinyconfig, the
+	// fragments, olddefconfig) is a part of its own that a make by hand
+	// from a ready .config does not have.
+	Configure time.Duration `json:"configure_ns,omitempty"`
+	Make      time.Duration `json:"make_ns,omitempty"`
+	BuiltAt   time.Time     `json:"built_at"`
+	Cached    bool          `json:"-"` // true when this run reused the image
 }
 
 // Builder builds kernels for one source tree.
@@ -204,16 +210,19 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if err := b.configure(ctx, a, in, out); err != nil {
 		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, short(in.Commit), err)
 	}
+	configured := time.Now()
 	expected, cold := expectedCompiles(out)
 	compiled, err := b.make(ctx, a, out, expected)
 	if err != nil {
 		return nil, &BuildError{Arch: a.Name, Commit: in.Commit, Dir: out, Err: err}
 	}
+	made := time.Now()
 	dir := b.kernelDir(key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	info := &Info{Key: key, Inputs: in, Compiled: compiled, Duration: time.Since(start), BuiltAt: time.Now().UTC()}
+	info := &Info{Key: key, Inputs: in, Compiled: compiled, Duration: time.Since(start), BuiltAt: time.Now().UTC(),
+		Configure: configured.Sub(start), Make: made.Sub(configured)}
 	info.Image = filepath.Join(dir, filepath.Base(a.ImagePath))
 	info.Config = filepath.Join(dir, "config")
 	if err := copyFile(filepath.Join(out, a.ImagePath), info.Image); err != nil {

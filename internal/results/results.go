@@ -243,7 +243,11 @@ type Build struct {
 	BTF      string        `json:"btf,omitempty"`
 	Compiled int           `json:"compiled"` // compile steps (CC/AS) this build ran
 	Duration time.Duration `json:"duration_ns"`
-	BuiltAt  time.Time     `json:"built_at"`
+	// Configure and Make are Duration's two parts: the configuration
+	// (kconfig) and make itself.
+	Configure time.Duration `json:"configure_ns,omitempty"`
+	Make      time.Duration `json:"make_ns,omitempty"`
+	BuiltAt   time.Time     `json:"built_at"`
 }
 
 // BuildInputs is everything a kernel image depends on, and where its tree

@@ -440,7 +440,8 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	if info.Cached {
 		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
 	} else {
-		k.Logf("kernel %s: %d compiled in %.1fs (key %s)", label, info.Compiled, time.Since(start).Seconds(), info.Key)
+		k.Logf("kernel %s: %d compiled in %.1fs (configure %.1fs, make %.1fs; key %s)", label, info.Compiled, time.Since(start).Seconds(),
+			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
 	}
 	return results.Kernel{Arch: a.Name, Info: recordBuild(*info), Cached: info.Cached}, nil
 }
