@@ -131,7 +131,16 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		return stalled(kind, why)
 	}
 	out.Wall = time.Since(start)
-	if signalled(stderr.String()) {
+	if cmd.ProcessState != nil {
+		out.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	return out, c.exited(ctx, out, exitErr, stderr.String())
+}
+
+// exited judges a boot whose QEMU ended without lab stopping it: lab's
+// own interruption, a signal from outside lab, or the guest's end.
+func (c Config) exited(ctx context.Context, out *Outcome, exitErr error, stderr string) error {
+	if signalled(stderr) {
 		// QEMU ends cleanly (exit 0) on SIGTERM, SIGINT or SIGHUP: the
 		// guest did not stop by itself. A job scheduler's cancel or a
 		// terminal's Ctrl-C signals lab and QEMU at once, and QEMU may
@@ -139,17 +148,14 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		select {
 		case <-ctx.Done():
 		case <-time.After(3 * time.Second):
-			return out, infra(c.Arch.QEMU+" was stopped from outside lab", errors.New(strings.TrimSpace(stderr.String())))
+			return infra(c.Arch.QEMU+" was stopped from outside lab", errors.New(strings.TrimSpace(stderr)))
 		}
 	}
 	if ctx.Err() != nil {
 		// QEMU may die of the same signal as lab, before lab stops it.
-		return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
+		return fmt.Errorf("boot interrupted: %w", ctx.Err())
 	}
-	if cmd.ProcessState != nil {
-		out.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	return out, c.finished(out, exitErr, stderr.String())
+	return c.finished(out, exitErr, stderr)
 }
 
 // prepare returns QEMU's arguments and readies the boot directory: no QMP
