@@ -101,19 +101,7 @@ func TestTrackAStream(t *testing.T) {
 	}
 
 	// The user's tree: the lab tree's objects (alternates), branch main.
-	user := filepath.Join(t.TempDir(), "linux")
-	os.MkdirAll(filepath.Join(user, ".git", "objects", "info"), 0o755)
-	for _, args := range [][]string{{"init", "-q"}, {"update-ref", "refs/heads/main", tip}, {"symbolic-ref", "HEAD", "refs/heads/main"}} {
-		if args[0] == "update-ref" {
-			os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(tree.Dir, ".git", "objects")+"\n"), 0o644)
-		}
-		cmd := exec.Command("git", args...)
-		cmd.Dir = user
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	t.Cleanup(func() { os.RemoveAll(source.GitTreeDir(cache, user)) })
+	user := testenv.UserTree(t, cache, "track-stream", filepath.Join(tree.Dir, ".git", "objects"), "main", tip)
 	// A lab names a series; lab track measures the branch and ignores it.
 	testenv.WriteSeries(t, tree.Dir, root, "track-stream", []testenv.Edit{docEdit(99)})
 	labFile := testenv.WriteLab(t, root, "track-stream", fmt.Sprintf(`name: track-stream

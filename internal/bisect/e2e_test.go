@@ -152,7 +152,7 @@ func TestGitBisectRun(t *testing.T) {
 
 	// The user's tree: git's objects are the lab tree's (alternates), no
 	// files checked out.
-	user := filepath.Join(t.TempDir(), "linux")
+	user := testenv.UserTree(t, cache, "git-bisect-run", filepath.Join(treeGit, "objects"), "series", bad)
 	git := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost"}, args...)...)
@@ -163,14 +163,8 @@ func TestGitBisectRun(t *testing.T) {
 		}
 		return string(out)
 	}
-	os.MkdirAll(user, 0o755)
-	git("init", "-q")
-	os.WriteFile(filepath.Join(user, ".git", "objects", "info", "alternates"), []byte(filepath.Join(treeGit, "objects")+"\n"), 0o644)
-	git("update-ref", "refs/heads/series", bad)
-	git("symbolic-ref", "HEAD", "refs/heads/series")
-	// lab adds its work tree of the user's tree under the cache: remove it
-	// after the test, with the temp tree.
-	t.Cleanup(func() { os.RemoveAll(source.GitTreeDir(cache, user)) })
+	// A bisect an earlier run left (it stopped midway) would refuse to start.
+	git("bisect", "reset")
 	labFile := filepath.Join(root, "labs", "git-run.yaml")
 	os.WriteFile(labFile, []byte(fmt.Sprintf(`name: git-run
 series: git-run

@@ -172,3 +172,35 @@ func CommitBranch(t testing.TB, gitDir, base string, edits []Edit) []string {
 	}
 	return commits
 }
+
+// UserTree is a git repository that stands for a user's kernel tree, at a
+// fixed place under the lab cache (cache/test-trees/name): its objects are
+// those of the git directory objects (alternates), nothing is checked out,
+// and branch points at tip with HEAD on it. It is kept between runs, as
+// the cache's kernels are: lab adds its work tree of a user's tree under
+// the cache, a checkout of the whole kernel (about 25 s here), so a tree
+// at a new temp path each run would pay that every run.
+func UserTree(t testing.TB, cache, name, objects, branch, tip string) string {
+	t.Helper()
+	dir := filepath.Join(cache, "test-trees", name)
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		git("init", "-q")
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "objects", "info", "alternates"), []byte(objects+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("update-ref", "refs/heads/"+branch, tip)
+	git("symbolic-ref", "HEAD", "refs/heads/"+branch)
+	return dir
+}
