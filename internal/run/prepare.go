@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"lab/initramfs/protocol"
@@ -145,6 +146,32 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, err
 	}
 
+	// Without guest tools built from the tree, an arch's initramfs does not
+	// depend on its kernels: it is built beside them (on a fresh machine,
+	// some 15 s of Go compiling that fills the cores make leaves idle while
+	// it configures and links). Leaving early cancels it and waits for it.
+	beside := map[string]chan builtInitramfs{}
+	if !slices.Contains(lab.Tools, benchmark.BPFBench) {
+		bctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		for _, name := range lab.Matrix.Arch {
+			a, err := arch.Lookup(name)
+			if err != nil {
+				return nil, err
+			}
+			done := make(chan builtInitramfs, 1)
+			beside[name] = done
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				img, err := r.initramfs(bctx, a, nil)
+				done <- builtInitramfs{img, err}
+			}()
+		}
+	}
+
 	for _, name := range lab.Matrix.Arch {
 		a, err := arch.Lookup(name)
 		if err != nil {
@@ -156,6 +183,14 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 				return nil, blame(err, ko.series)
 			}
 			art.Kernels = append(art.Kernels, k)
+		}
+		if done, ok := beside[name]; ok {
+			b := <-done
+			if b.err != nil {
+				return nil, b.err
+			}
+			art.Initramfs = append(art.Initramfs, b.img)
+			continue
 		}
 		// The guest tools come from the last kernel: the patched one, or
 		// the last series of several (the newest version).
@@ -178,6 +213,12 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// builtInitramfs is an initramfs built beside the kernels.
+type builtInitramfs struct {
+	img results.Initramfs
+	err error
 }
 
 // kernelOf is one kernel a run builds: its variant, commit, and the series
