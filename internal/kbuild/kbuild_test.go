@@ -1,6 +1,7 @@
 package kbuild
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -179,5 +181,40 @@ func TestExpectedCompiles(t *testing.T) {
 	os.WriteFile(filepath.Join(out, "vmlinux"), nil, 0o644)
 	if n, cold := expectedCompiles(out); n != 0 || cold {
 		t.Errorf("incremental: %d, cold %v; want 0 (unknown), not cold", n, cold)
+	}
+}
+
+// A cold folder's make bypasses ccache, an incremental one goes through
+// it, and the compiler's command line is the same either way (kbuild would
+// rebuild every object whose command changed).
+func TestMakeCommandCCache(t *testing.T) {
+	if _, err := exec.LookPath("ccache"); err != nil {
+		t.Skip("no ccache on the PATH: lab builds without it")
+	}
+	a, _ := arch.Lookup("x86_64")
+	b := &Builder{CacheDir: t.TempDir(), SrcDir: t.TempDir(), Jobs: 2}
+	var ccs []string
+	for _, tc := range []struct {
+		cold     bool
+		disabled bool
+	}{{cold: true, disabled: true}, {cold: false, disabled: false}} {
+		cmd, args := b.makeCommand(context.Background(), a, t.TempDir(), tc.cold)
+		disabled := false
+		for _, e := range cmd.Env {
+			if e == "CCACHE_DISABLE=1" {
+				disabled = true
+			}
+		}
+		if disabled != tc.disabled {
+			t.Errorf("cold %v: CCACHE_DISABLE=1 set %v, want %v", tc.cold, disabled, tc.disabled)
+		}
+		for _, arg := range args {
+			if strings.HasPrefix(arg, "CC=") {
+				ccs = append(ccs, arg)
+			}
+		}
+	}
+	if len(ccs) != 2 || ccs[0] != ccs[1] || !strings.Contains(ccs[0], "ccache") {
+		t.Errorf("make's CC cold and incremental: %q, want the same ccache line", ccs)
 	}
 }
