@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"lab/internal/proc"
@@ -15,13 +16,20 @@ import (
 // Git runs git commands in Dir.
 type Git struct{ Dir string }
 
-// Run runs git with args and returns its combined output.
-func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
+// Command is git with args in Dir, with lab's identity, not started: for a
+// caller that streams its input or output.
+func (g *Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 	full := append([]string{"-c", "user.name=lab", "-c", "user.email=lab@localhost",
 		"-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "advice.detachedHead=false"}, args...)
 	cmd := proc.Command(ctx, "git", full...)
 	cmd.Dir = g.Dir
 	cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=1970-01-01T00:00:00Z", "GIT_AUTHOR_DATE=1970-01-01T00:00:00Z")
+	return cmd
+}
+
+// Run runs git with args and returns its combined output.
+func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := g.Command(ctx, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -1,0 +1,109 @@
+package source
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/internal/gitcmd"
+)
+
+// The import of a tarball stores files while tar extracts them (untar):
+// its tree must be the one git add of the extracted files makes, whatever
+// the members are (names with spaces, symlinks, executables, empty files,
+// deep folders) and however the archive names them.
+func TestImportIsGitAddOfTheFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tar  func(top, dir string) []string // tar's arguments after -cJf FILE
+	}{
+		{"named by the top folder", func(top, dir string) []string { return []string{"-C", top, filepath.Base(dir)} }},
+		{"named from ./", func(top, dir string) []string { return []string{"-C", dir, "."} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top := t.TempDir()
+			dir := filepath.Join(top, "linux-source-6.12")
+			files := map[string]string{
+				"Makefile":                "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\nkernelversion:\n\t@echo 6.12.0\n",
+				"kernel/events/uprobes.c": "int x;\n",
+				"tools/testing/boards/Dell Inc.,XPS 13 9300.yaml": "a name with spaces and a comma\n",
+				"scripts/empty":    "",
+				"a/b/c/d/e/deep.h": "#define DEEP 1\n",
+				".gitignore":       "*\n",
+				"Documentation/translations/zh_CN/\u4e2d\u6587.rst": "unicode\n",
+			}
+			for name, body := range files {
+				p := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(dir, "scripts", "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+			os.Symlink("../a/b/c/d/e/deep.h", filepath.Join(dir, "scripts", "deep.h"))
+			os.MkdirAll(filepath.Join(dir, "empty-folder"), 0o755)
+
+			want := gitAddTree(t, dir)
+			tarball := filepath.Join(t.TempDir(), "linux-source-6.12.tar.xz")
+			if out, err := exec.Command("tar", append([]string{"-cJf", tarball}, tc.tar(top, dir)...)...).CombinedOutput(); err != nil {
+				t.Fatalf("tar: %v\n%s", err, out)
+			}
+			// untar alone stores and indexes every file as tar goes: what
+			// makes the import fast (git add finds them all done).
+			bare := &Tree{Dir: t.TempDir()}
+			bare.git = &gitcmd.Git{Dir: bare.Dir}
+			if _, err := bare.git.Run(context.Background(), "init", "-q"); err != nil {
+				t.Fatal(err)
+			}
+			if err := bare.untar(context.Background(), tarball); err != nil {
+				t.Fatal(err)
+			}
+			indexed, _ := bare.git.Output(context.Background(), "ls-files", "-z")
+			if n := strings.Count(indexed, "\x00"); n != len(files)+2 {
+				t.Errorf("untar indexed %d files, want %d: %q", n, len(files)+2, indexed)
+			}
+
+			tree, err := Prepare(context.Background(), Origin{Tarball: tarball}, t.TempDir(), t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Close()
+			got, err := tree.git.Output(context.Background(), "rev-parse", tree.BaseHash+"^{tree}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				list, _ := tree.git.Output(context.Background(), "ls-tree", "-r", tree.BaseHash)
+				t.Errorf("import's tree %s, git add's %s:\n%s", got, want, list)
+			}
+			if st, _ := tree.git.Output(context.Background(), "status", "--porcelain", "--ignored"); st != "" && !strings.Contains(st, ".lab-lock") {
+				t.Errorf("work tree differs from the import:\n%s", st)
+			}
+		})
+	}
+}
+
+// gitAddTree is the tree git add -f -A makes of dir's files (in a copy).
+func gitAddTree(t *testing.T, dir string) string {
+	t.Helper()
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-a", dir, copyDir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	var tree string
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-f", "-A", "."}, {"write-tree"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = copyDir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		tree = strings.TrimSpace(string(out))
+	}
+	return tree
+}
