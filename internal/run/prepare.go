@@ -146,31 +146,8 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, err
 	}
 
-	// Without guest tools built from the tree, an arch's initramfs does not
-	// depend on its kernels: it is built beside them (on a fresh machine,
-	// some 15 s of Go compiling that fills the cores make leaves idle while
-	// it configures and links). Leaving early cancels it and waits for it.
-	beside := map[string]chan builtInitramfs{}
-	if !slices.Contains(lab.Tools, benchmark.BPFBench) {
-		bctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		defer cancel()
-		for _, name := range lab.Matrix.Arch {
-			a, err := arch.Lookup(name)
-			if err != nil {
-				return nil, err
-			}
-			done := make(chan builtInitramfs, 1)
-			beside[name] = done
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				img, err := r.initramfs(bctx, a, nil)
-				done <- builtInitramfs{img, err}
-			}()
-		}
-	}
+	beside, stop := r.initramfsBeside(ctx)
+	defer stop()
 
 	for _, name := range lab.Matrix.Arch {
 		a, err := arch.Lookup(name)
@@ -213,6 +190,35 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// initramfsBeside starts each arch's initramfs when it does not depend on
+// the kernels (no guest tool is built from the tree): on a fresh machine it
+// is some 15 s of Go compiling, which then fills the cores make leaves idle
+// while it configures and links. stop cancels what is still building and
+// waits for it, so that leaving early leaves nothing running.
+func (r *Runner) initramfsBeside(ctx context.Context) (beside map[string]chan builtInitramfs, stop func()) {
+	beside = map[string]chan builtInitramfs{}
+	if slices.Contains(r.lab.Tools, benchmark.BPFBench) {
+		return beside, func() {}
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, name := range r.lab.Matrix.Arch {
+		a, err := arch.Lookup(name)
+		if err != nil {
+			continue // build's own lookup reports it
+		}
+		done := make(chan builtInitramfs, 1)
+		beside[name] = done
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			img, err := r.initramfs(bctx, a, nil)
+			done <- builtInitramfs{img, err}
+		}()
+	}
+	return beside, func() { cancel(); wg.Wait() }
 }
 
 // builtInitramfs is an initramfs built beside the kernels.
