@@ -52,8 +52,8 @@ func cacheDir(t *testing.T) string {
 func e2e(t *testing.T) { testenv.E2E(t, "builds and boots real kernels") }
 
 // smallLab is labs/uprobe-srcu.yaml cut down to one short boot per variant,
-// without warm-up: a guest second costs ~2.7 s of host CPU under icount, and
-// only TestRunBothVariants checks the warm-up's record (it asks for one).
+// without warm-up: a guest second costs ~2.7 s of host CPU under icount. The
+// tests that check the warm-up's record ask for one themselves.
 func smallLab(t *testing.T, archName string) *spec.Lab {
 	lab, err := spec.Load("../../labs/uprobe-srcu.yaml")
 	if err != nil {
