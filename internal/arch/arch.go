@@ -74,6 +74,10 @@ type Machine struct {
 	// on: virtio-serial-pci on a PCI machine, virtio-serial-device on
 	// virtio-mmio.
 	ResultsBus string
+	// Transport is the QEMU type of the results bus's virtio transport
+	// (virtio-pci or virtio-mmio): the type whose properties reach it
+	// through -global.
+	Transport string
 	// Firmware is the -bios file, from QEMU's data directories, that
 	// starts the guest's -kernel; "" keeps QEMU's default. When QEMU has no
 	// such file, its default is used (vm.FindFirmware).
@@ -149,7 +153,7 @@ var all = map[string]Arch{
 			// auto-kernel-cmdline=off: the guest finds its virtio-mmio
 			// devices in the ACPI tables, and its command line is the one
 			// lab built and recorded.
-			{Args: []string{"-M", "microvm,pcie=off,auto-kernel-cmdline=off"}, ResultsBus: "virtio-serial-device"},
+			{Args: []string{"-M", "microvm,pcie=off,auto-kernel-cmdline=off"}, ResultsBus: "virtio-serial-device", Transport: "virtio-mmio"},
 			// q35 without the devices no guest here uses (SATA, SMBus, the
 			// PS/2 controller, VMware's I/O port) and without ACPI PCI
 			// hotplug (its AML, for 32 slots, is parsed at every boot):
@@ -159,7 +163,7 @@ var all = map[string]Arch{
 			// -> 1.73 s).
 			{Args: []string{"-M", "q35,sata=off,smbus=off,i8042=off,vmport=off",
 				"-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off"},
-				ResultsBus: "virtio-serial-pci", NUMA: true, ICount: true, CalibratesTSC: true,
+				ResultsBus: "virtio-serial-pci", Transport: "virtio-pci", NUMA: true, ICount: true, CalibratesTSC: true,
 				// qboot, QEMU's minimal firmware for -kernel, instead of
 				// SeaBIOS: measured here through lab run (QEMU start to the
 				// agent's first record, 4 boots each) 2.31 s -> 1.72 s at 1
@@ -229,7 +233,7 @@ var all = map[string]Arch{
 		// no PCI device to probe and no MSI-X through the GIC's ITS at
 		// boot. Measured here, 16 alternating cold 2-vCPU boots to the
 		// agent: 1.68 -> 1.62 s (per-round median -0.09 s).
-		Machines:      []Machine{{Args: []string{"-M", "virt,gic-version=3"}, ResultsBus: "virtio-serial-device", NUMA: true, ICount: true, CalibratesTSC: true}},
+		Machines:      []Machine{{Args: []string{"-M", "virt,gic-version=3"}, ResultsBus: "virtio-serial-device", Transport: "virtio-mmio", NUMA: true, ICount: true, CalibratesTSC: true}},
 		Console:       "ttyAMA0",
 		MaxCPUs:       256,
 		Clusters:      true,

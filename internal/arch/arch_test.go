@@ -20,7 +20,7 @@ func TestTableIsComplete(t *testing.T) {
 			t.Errorf("%s: incomplete entry %+v", name, a)
 		}
 		for _, m := range a.Machines {
-			if m.Name() == "" || m.ResultsBus == "" {
+			if m.Name() == "" || m.ResultsBus == "" || m.Transport == "" {
 				t.Errorf("%s: machine %v has no -M or no bus for the results port", name, m.Args)
 			}
 		}

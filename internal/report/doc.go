@@ -158,6 +158,14 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		if b.Outcome.THPOff {
 			line += ", guest RAM without transparent huge pages"
 		}
+		if len(b.Outcome.Deterministic) > 0 {
+			var opts []string
+			for _, d := range b.Outcome.Deterministic {
+				o, _, _ := strings.Cut(d, ": ")
+				opts = append(opts, o)
+			}
+			line += ", held deterministic (" + strings.Join(opts, "; ") + ")"
+		}
 		ri.QEMU = append(ri.QEMU, line)
 		ri.Args = append(ri.Args, b.Outcome.QEMU+" "+shellJoin(b.Outcome.Args))
 	}

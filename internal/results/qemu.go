@@ -33,8 +33,12 @@ type Outcome struct {
 	ToAgent     time.Duration `json:"to_agent_ns"`       // QEMU start to the agent's first record
 	ExitCode    int           `json:"exit_code"`
 	// THPOff: QEMU ran without transparent huge pages (TCG guests).
-	THPOff   bool      `json:"thp_off,omitempty"`
-	Problems []Finding `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
+	THPOff bool `json:"thp_off,omitempty"`
+	// Deterministic says what QEMU held still so that every boot of one
+	// image runs the same instructions (icount): each fix's options and
+	// why. Runs before these fixes lack it.
+	Deterministic []string  `json:"deterministic,omitempty"`
+	Problems      []Finding `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
 	// CPUSamples are the vCPU threads' host CPU times, read whenever the
 	// agent sent a record.
 	CPUSamples []CPUSample `json:"cpu_samples,omitempty"`

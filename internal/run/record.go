@@ -85,6 +85,7 @@ func recordOutcome(o *vm.Outcome) *results.Outcome {
 	r := &results.Outcome{
 		QEMU: o.QEMU, Args: o.Args, QEMUVersion: o.QEMUVersion, Pinned: o.Pinned,
 		Wall: o.Wall, ToAgent: o.ToAgent, ExitCode: o.ExitCode, THPOff: o.THPOff,
+		Deterministic: o.Deterministic,
 	}
 	for _, v := range o.VCPUs {
 		r.VCPUs = append(r.VCPUs, results.VCPU{Index: v.Index, ThreadID: v.ThreadID, Target: v.Target,

@@ -39,8 +39,11 @@ type Outcome struct {
 	ExitCode    int               `json:"exit_code"`
 	// THPOff: QEMU ran without transparent huge pages (TCG guests, see
 	// startQEMU).
-	THPOff   bool      `json:"thp_off,omitempty"`
-	Problems []Finding `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
+	THPOff bool `json:"thp_off,omitempty"`
+	// Deterministic says what QEMU held still for an icount guest (see
+	// ICountFixes): each fix's options and why.
+	Deterministic []string  `json:"deterministic,omitempty"`
+	Problems      []Finding `json:"console_problems,omitempty"` // WARNING, BUG, oops, RCU stall...
 	// CPUSamples are the vCPU threads' host CPU times, read whenever the
 	// agent sent a record (see VCPUShare).
 	CPUSamples []CPUSample `json:"cpu_samples,omitempty"`
@@ -74,6 +77,11 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		return nil, err
 	}
 	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
+	if c.Clock == results.ClockICount {
+		for _, f := range ICountFixes(c.Machine()) {
+			out.Deterministic = append(out.Deterministic, strings.Join(f.Args, " ")+": "+f.Why)
+		}
+	}
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	quiet := deadline

@@ -101,6 +101,13 @@ func TestArgs(t *testing.T) {
 		{"icount", base(x86, 1, tcg, results.ClockICount),
 			[]string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-accel tcg,thread=single", "-icount shift=0,sleep=off", "-smp 1,sockets=1,cores=1,threads=1", "-device virtio-serial-pci,id=vser"},
 			[]string{"tcg,thread=multi", "microvm"}, ""},
+		// Every boot of one image the same to the last digit: a fixed seed
+		// and RTC, and virtio handled in the guest's instruction stream.
+		{"icount held deterministic", base(x86, 1, tcg, results.ClockICount),
+			[]string{"-seed 1", "-rtc base=2024-01-01T00:00:00,clock=vm", "-global virtio-pci.ioeventfd=off"}, nil, ""},
+		{"arm64 icount held deterministic", base(arm, 1, tcg, results.ClockICount),
+			[]string{"-seed 1", "-rtc base=2024-01-01T00:00:00,clock=vm", "-global virtio-mmio.ioeventfd=off"}, nil, ""},
+		{"wall clock left as it is", base(arm, 2, tcg, results.ClockWall), nil, []string{"-seed", "-rtc", "ioeventfd"}, ""},
 		{"kvm", base(x86, 8, kvm, results.ClockWall), []string{"-M microvm,pcie=off,auto-kernel-cmdline=off", "-cpu host", "-accel kvm"}, []string{"-cpu max", "tcg"}, ""},
 		{"firmware", func() Config { c := base(x86, 1, tcg, results.ClockICount); c.Firmware = "/q/qboot.rom"; return c }(),
 			[]string{"-bios /q/qboot.rom"}, nil, ""},
