@@ -122,8 +122,10 @@ func TestHistoryImportSkipsFiles(t *testing.T) {
 }
 
 // lab history lists the series, as text or Markdown; detect finds the
-// three change points of the tracked stream (track-stream) and none in the
-// other examples (each series is one run or a short bisect).
+// three change points of the tracked stream (track-stream), the lazy
+// buffer's step in its bisect of every patch (one point a level under
+// icount: the first patch moves six uprobe rows by 4-8 %), and none in the
+// other examples (each series is one run).
 func TestHistoryListAndDetectExamples(t *testing.T) {
 	db := importedExamples(t)
 	code, stdout, stderr := labCmd(t, "history", "--history", db)
@@ -139,11 +141,15 @@ func TestHistoryListAndDetectExamples(t *testing.T) {
 	code, stdout, _ = labCmd(t, "history", "detect", "--history", db)
 	// The culprits come from the imported bisects' records: a culprit cell
 	// names its bisect run.
-	if code != int(exitcode.Slower) || !strings.Contains(stdout, "3 change points: 2 slower (a regression), 1 faster") ||
+	if code != int(exitcode.Slower) || !strings.Contains(stdout, "9 change points: 2 slower (a regression), 7 faster") ||
 		strings.Count(stdout, " (bisect-") != 3 {
 		t.Errorf("detect: exit %d\n%s", code, stdout)
 	}
-	for _, lab := range []string{"uprobe-srcu", "uprobe-lazy-buffer", "kretprobe-objpool"} {
+	code, stdout, _ = labCmd(t, "history", "detect", "--history", db, "--lab", "uprobe-lazy-buffer")
+	if code != int(exitcode.Improved) || !strings.Contains(stdout, "6 change points, each faster") || strings.Count(stdout, "5a52a107696d · bisect-20261201-061841") != 5 {
+		t.Errorf("detect --lab uprobe-lazy-buffer: exit %d\n%s", code, stdout)
+	}
+	for _, lab := range []string{"uprobe-srcu", "kretprobe-objpool"} {
 		code, stdout, _ = labCmd(t, "history", "detect", "--history", db, "--lab", lab)
 		if code != 0 || !strings.Contains(stdout, "no change point") {
 			t.Errorf("detect --lab %s: exit %d\n%s", lab, code, stdout)

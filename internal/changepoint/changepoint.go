@@ -63,6 +63,18 @@ type Options struct {
 	// segments' deviations, which a short segment can make small by chance
 	// (pure noise at the wall clock's 3 % passed it).
 	MinSigma float64
+	// Exact judges figures that repeat to their last digits between boots
+	// of one image (icount, with the guest held deterministic): each
+	// observation is a level of its own, however short, so a step at
+	// either end of a line or two steps one commit apart are found. A
+	// change is a step between neighbouring observations of at least
+	// MinPct and, when NoiseSD is set, of at least MinSigma standard
+	// errors. MaxP, Window, MinSegment and MinSteppiness do not apply.
+	Exact bool
+	// NoiseSD is, for Exact, the relative sd of one boot's figure (see
+	// RepeatSD): what the boots of one image show, at least what the
+	// caller knows images without a code change to differ by.
+	NoiseSD float64
 }
 
 // DefaultMaxP is Otava's default significance level.
@@ -71,22 +83,17 @@ const DefaultMaxP = 0.001
 // DefaultWindow is Otava's default window, and Chromeperf's.
 const DefaultWindow = 50
 
-// ICount is the default for figures under QEMU's instruction counter. They
-// repeat between boots of one kernel to a relative sd of 0.002-0.005 %, so
-// a real step is overwhelmingly significant and its size decides. A change
-// in image layout alone (a log string that moves code) shifts a figure by
-// about 0.06 % (see verdict.EndShare); 0.08 % is the least change
-// reported, so such a shift is not called a change while a 0.1 % step is.
-// A caller that wants layout shifts too lowers MinPct (not below lab's
-// icount floor, verdict.MinICountFloorPct). Three points a side: one boot
-// per commit, and no spike lasts three commits. The level is 0.01, not
-// 0.001: it only has to tell levels apart, and a level of three points
-// gives Welch's test 2 degrees of freedom, at which p < 0.001 needs t > 31
-// (a 0.06 % layout level of three points, 20 sd away, was merged into its
-// neighbour and blurred the step beside it). No sigma filter: with
-// spreads this small, one outlying boot would set it.
+// ICount is the default for figures under QEMU's instruction counter. The
+// guest is held deterministic (vm.ICountFixes), so boots of one image give
+// one figure to the last digit, and one point is a level: Exact. What
+// images without a code change still differ by is the guest's random
+// stream, which a new image changes: it moves the agent's runtime between
+// two rates of background wake-ups, and the uprobe rows between two levels
+// 0.065 % apart (docs/validation.md). 0.08 % is the least change reported,
+// above that. MinSigma guards lines whose boots of one image do scatter
+// (histories from before the guest was held still).
 func ICount() Options {
-	return Options{MaxP: 0.01, Window: DefaultWindow, MinSegment: 3, MinPct: 0.08, MinSteppiness: 0.5}
+	return Options{Exact: true, MinPct: 0.08, MinSigma: 5}
 }
 
 // Wall is the default for wall-clock figures, Chromeperf's filters: a
@@ -132,6 +139,14 @@ type ChangePoint struct {
 // empty or short input has no change point. The answer depends only on
 // points and opt.
 func Detect(points []float64, opt Options) []ChangePoint {
+	if opt.Exact {
+		return DetectPoints(Values(points), opt)
+	}
+	return eDivisive(points, opt)
+}
+
+// eDivisive is Detect for figures that scatter from boot to boot.
+func eDivisive(points []float64, opt Options) []ChangePoint {
 	opt = opt.normalized()
 	// pos maps an index among the finite points back to points.
 	var x []float64

@@ -180,6 +180,9 @@ func controlNote(s *Series) string {
 }
 
 func changesText(s *Series) string {
+	if s.TooFew != "" {
+		return s.TooFew
+	}
 	if len(s.Changes) == 0 {
 		return "none"
 	}

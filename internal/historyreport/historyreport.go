@@ -53,6 +53,9 @@ type Series struct {
 	Levels  []Level
 	Options changepoint.Options // what detection used
 	Changes []Change
+	// TooFew says why the series has too few points for detection to
+	// judge it ("" when it has enough): no change point is then no news.
+	TooFew string
 }
 
 // Level is the boots of one commit in one run.
@@ -266,14 +269,33 @@ func meanSD(v []float64) (mean, sd float64) {
 	return mean, math.Sqrt(ss / float64(len(v)-1))
 }
 
-// detect finds the series' change points over its levels' means.
+// detect finds the series' change points over its levels: each level's
+// mean, of its boots, of its image. Under icount (Exact) the noise of one
+// boot is what the series' repeated images show.
 func (s *Series) detect() {
-	means := make([]float64, len(s.Levels))
+	points := make([]changepoint.Point, len(s.Levels))
+	byImage := map[string][]float64{}
 	for i, l := range s.Levels {
-		means[i] = l.Mean
+		points[i] = changepoint.Point{Value: l.Mean, N: len(l.Values), Image: l.ImageSHA256}
+		key := l.ImageSHA256
+		if key == "" {
+			key = fmt.Sprintf("level %d", i) // an unknown image repeats only within its level
+		}
+		byImage[key] = append(byImage[key], l.Values...)
 	}
-	s.Changes = nil
-	for _, c := range changepoint.Detect(means, s.Options) {
+	if s.Options.Exact {
+		groups := make([][]float64, 0, len(byImage))
+		for _, g := range byImage {
+			groups = append(groups, g)
+		}
+		s.Options.NoiseSD = max(s.Options.NoiseSD, changepoint.RepeatSD(groups))
+	}
+	s.Changes, s.TooFew = nil, ""
+	if ok, why := changepoint.Judgeable(points, s.Options); !ok {
+		s.TooFew = why
+		return
+	}
+	for _, c := range changepoint.DetectPoints(points, s.Options) {
 		s.Changes = append(s.Changes, Change{ChangePoint: c, Slower: c.After < c.Before})
 	}
 }
