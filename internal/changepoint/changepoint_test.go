@@ -56,7 +56,8 @@ const icountSD = 0.003 // % between boots of one kernel
 func eDivisiveICount() Options {
 	return Options{MaxP: 0.01, Window: DefaultWindow, MinSegment: 3, MinPct: 0.08, MinSteppiness: 0.5}
 }
-const wallSD = 3       // % between boots under TCG
+
+const wallSD = 3 // % between boots under TCG
 
 func TestDetect(t *testing.T) {
 	lowered := eDivisiveICount()
