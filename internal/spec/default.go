@@ -123,6 +123,9 @@ func (l *Lab) OpenSeries() (*series.Series, error) {
 	if l.Series == "" && len(l.Versions) > 0 {
 		return nil, fmt.Errorf("lab %s has %d series (versions:), and this takes one: lab run measures several; to bisect or build one, give it as --series or in a lab with series:", l.Name, len(l.Versions))
 	}
+	if l.Series == "" {
+		return nil, fmt.Errorf("lab %s names no series: this compares a kernel with and without one (series: in the lab, or --series PATH); lab track measures a branch without one", l.Name)
+	}
 	p := l.SeriesPath()
 	if !isPath(l.Series) {
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {

@@ -338,7 +338,8 @@ func (l *Lab) validate(d *doc) error {
 			return err
 		}
 	case l.Series == "":
-		return at("missing key \"series\" (a folder under patches/, or a path such as ./v2.mbx)")
+		// A lab lab track alone uses measures a branch: it needs no
+		// series, and the commands that do say so (OpenSeries).
 	case !isPath(l.Series):
 		if err := checkName("series", l.Series); err != nil {
 			return at(err.Error(), "series")
@@ -578,6 +579,9 @@ func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 			with = s // the first version's base-commit is the lab's
 		}
 	}
+	if with == nil && l.Series == "" {
+		return l.checkFragments(d)
+	}
 	if with == nil {
 		s, err := l.OpenSeries()
 		if err != nil {
@@ -588,6 +592,15 @@ func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 	}
 	if err := l.takeBase(with.BaseCommit); err != nil {
 		return at(err.Error(), "source", "git")
+	}
+	return l.checkFragments(d)
+}
+
+// checkFragments checks that every config fragment the lab names is a file
+// of options.
+func (l *Lab) checkFragments(d *doc) error {
+	at := func(msg string, keys ...string) error {
+		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
 	}
 	for i, c := range l.Config {
 		p := filepath.Join(l.Root, "kernel-config", c)

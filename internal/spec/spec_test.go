@@ -196,3 +196,16 @@ func TestJobBenchmarksAddsControls(t *testing.T) {
 		t.Errorf("controls off: got %v", got)
 	}
 }
+
+// A lab that lab track alone uses measures a branch and names no series;
+// what needs one says so, and how to give it.
+func TestLabWithoutSeries(t *testing.T) {
+	lab, _, err := parse(t, strings.Replace(good, "series: s1\n", "", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lab.OpenSeries()
+	if err == nil || !strings.Contains(err.Error(), "lab t names no series") || !strings.Contains(err.Error(), "--series PATH") {
+		t.Errorf("OpenSeries: %v", err)
+	}
+}

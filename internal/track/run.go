@@ -291,9 +291,12 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 		res.Seq[c] = all[i].Seq
 	}
 	fromSubject, _ := t.tree.Subject(ctx, from)
-	parent := Commit{Hash: from, Subject: fromSubject, Seq: all[0].Seq - 1}
-	res.Seq[from] = parent.Seq
-	sel := Select(all, t.opt.Every)
+	base := Commit{Hash: from, Subject: fromSubject, Seq: all[0].Seq - 1}
+	res.Seq[from] = base.Seq
+	// The range's base is its first point: measured like the commits
+	// after it (or found in the history), so that a step in the first
+	// commit of the range has a level to step from.
+	sel := append([]Commit{base}, Select(all, t.opt.Every)...)
 	every := "every commit"
 	if t.opt.Every > 1 {
 		every = fmt.Sprintf("the commits whose place is a multiple of %d, and the last", t.opt.Every)
@@ -302,12 +305,13 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	t.run.Series = results.Series{Name: "git " + t.opt.From + ".." + t.opt.To}
 	t.run.Series.Variants.Baseline, t.run.Series.Variants.Patched = from, to
 	t.steps = map[string]int{from: 0}
-	t.run.Bisect.Steps = []results.BisectStep{{Index: 0, Name: short(from), Subject: fromSubject, Commit: from, SameAs: -1, Verdict: "parent", Seq: parent.Seq}}
+	t.run.Bisect.Steps = nil
 	for _, c := range sel {
 		t.steps[c.Hash] = len(t.run.Bisect.Steps)
 		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1, Seq: c.Seq})
 	}
-	return parent, sel, nil
+	// No commit before the base: it is measured, whatever its image.
+	return Commit{}, sel, nil
 }
 
 // done asks the history which commits every shape of the lab has on this

@@ -162,6 +162,9 @@ func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOpt
 // neighbouring shard built it); "" when it does not build, so that its
 // child is measured.
 func parentImage(ctx context.Context, env Env, prev Commit, done map[string]string) (string, error) {
+	if prev.Hash == "" {
+		return "", nil // no commit before: the first is measured
+	}
 	if img, known := done[prev.Hash]; known && img != "" {
 		return img, nil
 	}
