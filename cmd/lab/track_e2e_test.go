@@ -24,6 +24,7 @@ import (
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
+	"lab/internal/track"
 )
 
 var initLogLine = regexp.MustCompile(`Run %s as init process( \(track [0-9]+\))?`)
@@ -54,30 +55,34 @@ const (
 	spinB     = "\t{ volatile int lab_b; for (lab_b = 0; lab_b < 16; lab_b++) ; }\n"
 )
 
-// streamBranch: two commits that slow the uprobe hit path (A, B), one that
-// undoes A, log-line changes that move the image, and documentation- and
-// comment-only commits, laid out for a track of every second commit (the
-// tarball's commit is place 1, so the even places are measured): each
-// planted commit sits at an odd place between two measured ones, so a
-// bisect finds it; three of the quiet commits sit at measured places, so
-// the track must see that their image is their parent's, and one sits in
-// a bisect's range; each level has at least three measured commits, the
-// shortest icount detection accepts.
+const undoB = "uprobes: do not spin more (undo B)"
+
+// streamBranch: eleven commits on the tarball's (place 1, the range's
+// base), laid out for a track of every second commit, so the even places
+// and the last are measured. Its steps sit where a detector that needs
+// several points a level misses them: in the first commit after the base
+// (A, place 2), two commits apart (B at 5, undoing A at 7) and in the last
+// commit (undoing B, 12). Log-line commits between move the image and
+// nothing else; documentation- and comment-only commits keep their
+// parent's image, one of them at a measured place (10), so the track must
+// see that and not boot it, and every other sits inside a bisect's range.
 var streamBranch = []testenv.Edit{
-	logEdit(1), logEdit(2), logEdit(3), docEdit(1), logEdit(4), commentEdit(1), docEdit(2), logEdit(5), logEdit(6), // places 2-10
-	{Subject: "uprobes: spin on every hit (A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, hitAnchor+spinA)}, // 11
-	logEdit(7), logEdit(8), logEdit(9), docEdit(3), logEdit(10), logEdit(11), commentEdit(2), // 12-18
-	{Subject: "uprobes: spin a little more on every hit (B)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, spinB+hitAnchor)}, // 19
-	logEdit(12), logEdit(13), logEdit(14), logEdit(15), logEdit(16), // 20-24
-	{Subject: "uprobes: do not spin (undo A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(spinA, "")}, // 25
-	docEdit(4), logEdit(17), logEdit(18), logEdit(19), logEdit(20), logEdit(21), logEdit(22), // 26-32
+	{Subject: "uprobes: spin on every hit (A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, hitAnchor+spinA)}, // 2
+	docEdit(1), logEdit(1), // 3, 4
+	{Subject: "uprobes: spin a little more on every hit (B)", File: "kernel/events/uprobes.c", Change: testenv.Replace(hitAnchor, spinB+hitAnchor)}, // 5
+	logEdit(2), // 6
+	{Subject: "uprobes: do not spin (undo A)", File: "kernel/events/uprobes.c", Change: testenv.Replace(spinA, "")}, // 7
+	logEdit(3), logEdit(4), commentEdit(1), docEdit(2), // 8-11
+	{Subject: undoB, File: "kernel/events/uprobes.c", Change: testenv.Replace(spinB, "")}, // 12
 }
 
 // TestTrackAStream: lab track --every 2 --bisect on a git tree of commits
-// made at test time from Debian's tarball (streamBranch). The culprits written into the
-// history are exactly A, B and the undoing of A, each found by a bisect;
-// no documentation- or comment-only commit is ever booted; a second track
-// measures nothing. With LAB_STREAM_EXAMPLE=DIR the track's and the
+// made at test time from Debian's tarball (streamBranch). The culprits
+// written into the history are exactly the four planted steps: the first,
+// beside the measured base, is its own culprit; the others are each found
+// by a bisect. No other change point is reported, in the figure or the
+// control; no documentation- or comment-only commit is ever booted; a
+// second track measures nothing. With LAB_STREAM_EXAMPLE=DIR the track's and the
 // bisects' output and the history report are written to DIR (the committed
 // example results/examples/track-stream).
 func TestTrackAStream(t *testing.T) {
@@ -92,7 +97,7 @@ func TestTrackAStream(t *testing.T) {
 	base := tree.BaseHash
 	commits := testenv.CommitBranch(t, filepath.Join(tree.Dir, ".git"), base, streamBranch)
 	tip := commits[len(commits)-1]
-	planted := map[string]string{commits[9]: "A", commits[17]: "B", commits[23]: "undo A"}
+	planted := map[string]string{commits[0]: "A", commits[3]: "B", commits[5]: "undo A", commits[10]: "undo B"}
 	quiet := map[string]bool{}
 	for i, e := range streamBranch {
 		if strings.HasPrefix(e.Subject, "docs:") || strings.Contains(e.Subject, "a comment") {
@@ -102,12 +107,9 @@ func TestTrackAStream(t *testing.T) {
 
 	// The user's tree: the lab tree's objects (alternates), branch main.
 	user := testenv.UserTree(t, cache, "track-stream", filepath.Join(tree.Dir, ".git", "objects"), "main", tip)
-	// A lab names a series; lab track measures the branch and ignores it.
-	testenv.WriteSeries(t, tree.Dir, root, "track-stream", []testenv.Edit{docEdit(99)})
+	// lab track measures a branch: its lab names no series.
 	labFile := testenv.WriteLab(t, root, "track-stream", fmt.Sprintf(`name: track-stream
-description: a branch of Debian's 6.12 with two planted slowdowns of the uprobe hit path and the undoing of one
-series: track-stream
-mode: apply
+description: a branch of Debian's 6.12 with two planted slowdowns of the uprobe hit path, and the undoing of each
 source:
   git: %s
   base: %s
@@ -158,7 +160,7 @@ matrix:
 	}
 	t.Logf("build phase: %s for %d commits; track and bisect: %s", buildTook.Round(time.Second), len(commits)+1, trackTook.Round(time.Second))
 
-	for _, i := range []int{6, 16, 24} { // the quiet commits at measured places
+	for _, i := range []int{8} { // the quiet commit at a measured place (10)
 		if w := fmt.Sprintf("track: %s %s: no code change (the image of ", commits[i][:12], streamBranch[i].Subject); !strings.Contains(stdout.String(), w) {
 			t.Errorf("output lacks %q", w)
 		}
@@ -179,7 +181,9 @@ matrix:
 		switch {
 		case !ok:
 			t.Errorf("culprit %s of %s..%s (%s) is not a planted commit", c.Culprit, c.Good, c.Bad, c.Outcome)
-		case c.Outcome != bisect.Found || c.BisectRun == "":
+		case c.Culprit == commits[0] && c.Outcome != track.Adjacent:
+			t.Errorf("culprit %s (%s): outcome %q: want the commit after the measured base, its own culprit", c.Culprit, name, c.Outcome)
+		case c.Culprit != commits[0] && (c.Outcome != bisect.Found || c.BisectRun == ""):
 			t.Errorf("culprit %s (%s): outcome %q, bisect run %q: want found by a bisect", c.Culprit, name, c.Outcome, c.BisectRun)
 		case !strings.Contains(c.Series, "uprobe-nop"):
 			t.Errorf("culprit %s (%s) in series %s: want uprobe-nop's (syscall-count is the control)", c.Culprit, name, c.Series)
