@@ -170,9 +170,9 @@ func TestToolResolution(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		v, agent, bench := variant.Baseline, 1.10000e6, 1.115e6
 		if i%2 == 1 {
-			// The agent sees +0.05 %; bench's printed figure moves by one
-			// step, +0.09 %.
-			v, agent, bench = variant.Patched, 1.10055e6, 1.116e6
+			// The agent sees +0.1 %, beyond the icount floor; bench's
+			// printed figure moves by one step, +0.09 %.
+			v, agent, bench = variant.Patched, 1.1011e6, 1.116e6
 		}
 		b := boot(i+1, v, agent)
 		b.CPUs, b.Clock = 1, results.ClockICount

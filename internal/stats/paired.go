@@ -41,7 +41,7 @@ func ComparePaired(base, pat []float64, floorPct float64) Change {
 			c.Why += fmt.Sprintf("; with %d pairs no difference can reach p<%.2f (need %d pairs)", len(d), Alpha, min)
 		}
 	case floorPct > 0 && math.Abs(c.Pct) <= floorPct:
-		c.Why = fmt.Sprintf("|%.3f %%| is within the %.3f %% the controls cannot resolve", c.Pct, floorPct)
+		c.Why = fmt.Sprintf("|%.3f %%| is within the %.3f %% floor: what the controls, or images without a code change, differ by", c.Pct, floorPct)
 	case c.Pct > 0:
 		c.Verdict = Faster
 	case c.Pct < 0:

@@ -26,9 +26,9 @@ func TestICountFloor(t *testing.T) {
 	}{
 		{"nothing: the least floor", nil, nil, MinICountFloorPct},
 		{"controls that repeat exactly: the least floor", []variant.Pair[stats.Summary]{pair(summary(100, 100), summary(100, 100))}, nil, MinICountFloorPct},
-		// A control that moved 0.02 % between the variants: non-series
+		// A control that moved 0.03 % between the variants: non-series
 		// effects reach that far, and three times it is the floor.
-		{"a control's change", []variant.Pair[stats.Summary]{pair(summary(100, 100), summary(100.02, 100.02))}, nil, 0.06},
+		{"a control's change", []variant.Pair[stats.Summary]{pair(summary(100, 100), summary(100.03, 100.03))}, nil, 0.09},
 		// A control whose boots spread by 0.1 % (sd/mean): three times it.
 		{"a control's spread", []variant.Pair[stats.Summary]{pair(summary(99.9, 100.1), summary(100, 100))}, nil, 3 * 100 * summary(99.9, 100.1).CV()},
 		{"the largest control wins", []variant.Pair[stats.Summary]{
@@ -156,23 +156,23 @@ func boot(idx int, v variant.Variant, clock string, rates map[string]float64) re
 func TestICountTableUsesTheFloor(t *testing.T) {
 	var boots []results.Boot
 	for i := 0; i < 5; i++ {
-		// The controls move by 0.01 % between the variants: the floor is
-		// 0.03 %. uprobe-nop moves by 0.02 % in one table and 1 % in the
+		// The controls move by 0.03 % between the variants: the floor is
+		// 0.09 %. uprobe-nop moves by 0.06 % in one table and 1 % in the
 		// other.
 		boots = append(boots,
 			boot(2*i, variant.Baseline, results.ClockICount, map[string]float64{"uprobe-nop": 1e6 + float64(i), "usermode-count": 5e7, "syscall-count": 4e6}),
-			boot(2*i+1, variant.Patched, results.ClockICount, map[string]float64{"uprobe-nop": 1.0002e6 + float64(i), "usermode-count": 5.0005e7, "syscall-count": 4e6}))
+			boot(2*i+1, variant.Patched, results.ClockICount, map[string]float64{"uprobe-nop": 1.0006e6 + float64(i), "usermode-count": 5.0015e7, "syscall-count": 4e6}))
 	}
 	tables := Tables(&results.Run{Boots: boots})
 	if len(tables) != 1 {
 		t.Fatalf("%d tables", len(tables))
 	}
 	tb := tables[0]
-	if math.Abs(tb.FloorPct-0.03) > 1e-6 {
-		t.Errorf("floor %.4f %%, want 0.03 %% (3× the controls' 0.01 %% change)", tb.FloorPct)
+	if math.Abs(tb.FloorPct-0.09) > 1e-6 {
+		t.Errorf("floor %.4f %%, want 0.09 %% (3× the controls' 0.03 %% change)", tb.FloorPct)
 	}
 	if r := tb.Rows[0]; r.Benchmark != "uprobe-nop" || r.Change.Verdict != stats.Same {
-		t.Errorf("%s: %+v: a 0.02 %% change within the 0.03 %% floor must be ~", r.Benchmark, r.Change)
+		t.Errorf("%s: %+v: a 0.06 %% change within the 0.09 %% floor must be ~", r.Benchmark, r.Change)
 	}
 	if reg := Regressions(tables); len(reg) != 0 {
 		t.Errorf("regressions %v in a table with none", reg)
