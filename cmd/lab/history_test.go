@@ -141,7 +141,7 @@ func TestHistoryListAndDetectExamples(t *testing.T) {
 	code, stdout, _ = labCmd(t, "history", "detect", "--history", db)
 	// The culprits come from the imported bisects' records: a culprit cell
 	// names its bisect run.
-	if code != int(exitcode.Slower) || !strings.Contains(stdout, "9 change points: 2 slower (a regression), 7 faster") ||
+	if code != int(exitcode.Slower) || !strings.Contains(stdout, "10 change points: 2 slower (a regression), 8 faster") ||
 		strings.Count(stdout, " (bisect-") != 3 {
 		t.Errorf("detect: exit %d\n%s", code, stdout)
 	}
