@@ -525,7 +525,7 @@ func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Hos
 	for _, a := range m.Arch {
 		shapes, err := m.Shapes(a)
 		if err != nil {
-			return at(err.Error(), shapeErrorKeys(err, keys)...)
+			return at(err.Error(), shapeErrorKeys(err, keys, m)...)
 		}
 		for _, s := range shapes {
 			if h.MemoryMiB > 0 && s.MemoryMiB > h.MemoryMiB {
@@ -538,8 +538,24 @@ func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Hos
 
 // shapeErrorKeys is where in the file a shape error belongs: the layout's
 // node it names, the memory, or the default keys.
-func shapeErrorKeys(err error, keys []string) []string {
+func shapeErrorKeys(err error, keys []string, mat *Matrix) []string {
 	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, ": "); ok {
+		msg = rest // without the arch Shapes puts first
+	}
+	if c := shapeCount.FindStringSubmatch(msg); c != nil {
+		return []string{"matrix", c[1]} // "clusters=2: x86_64's machine has no clusters"
+	}
+	if c := cpuCount.FindStringSubmatch(msg); c != nil {
+		for i, n := range mat.CPUs {
+			if fmt.Sprint(n) == c[1] {
+				return []string{"matrix", "cpus", fmt.Sprint(i)} // "64 vCPUs: ... at most 8"
+			}
+		}
+	}
+	if strings.HasPrefix(msg, "numa ") || strings.Contains(msg, " NUMA nodes") {
+		keys = []string{"matrix", "numa"}
+	}
 	if m := numaNode.FindStringSubmatch(msg); m != nil {
 		field := "cpus"
 		if strings.HasPrefix(m[2], "memory") {
@@ -558,7 +574,11 @@ func shapeErrorKeys(err error, keys []string) []string {
 	return keys
 }
 
-var numaNode = regexp.MustCompile(`numa node (\d+): (\w+)`)
+var (
+	numaNode   = regexp.MustCompile(`numa node (\d+): (\w+)`)
+	shapeCount = regexp.MustCompile(`^(sockets|clusters|cores|threads)=\d+: `)
+	cpuCount   = regexp.MustCompile(`^(\d+) vCPUs: `)
+)
 
 // checkFiles checks what the lab names on disk: the series (every file a
 // patch; with, when not nil, is one the caller opened and checked) and the

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // A lab file is read in three steps, each with its own messages: the text
@@ -31,6 +34,7 @@ import (
 // item it gave, by path ("matrix.producers.1").
 type doc struct {
 	file    string
+	data    []byte // the text, for the lines of values that span several
 	lines   map[string]int
 	anchors map[string]ast.Node
 }
@@ -88,7 +92,7 @@ func parseYAML(file string, data []byte, lab *Lab) (*doc, error) {
 		}
 		return nil, &Error{File: file, Line: at, Msg: "a second YAML document starts here (---): a lab file is one document; remove the --- and what follows, or move it to a lab file of its own"}
 	}
-	d := &doc{file: file, lines: map[string]int{}, anchors: map[string]ast.Node{}}
+	d := &doc{file: file, data: data, lines: map[string]int{}, anchors: map[string]ast.Node{}}
 	body := bodies[0].Body
 	if k := body.Type(); k != ast.MappingType && k != ast.MappingValueType {
 		return nil, &Error{File: file, Line: body.GetToken().Position.Line,
@@ -136,6 +140,7 @@ var syntaxRewrites = []struct{ has, say string }{
 	{"that cannot start any token", "a character YAML does not allow here"},
 	{"',' or ']' must be specified", "a [ list is not closed: write lists as [a, b] on one line, or one \"- item\" per line"},
 	{"could not find flow mapping end token", "a { is not closed: write {key: value, key: value} on one line"},
+	{"',' or '}' must be specified", "a { is not closed: write {key: value, key: value} on one line"},
 	{"could not find end character of double-quoted text", "a \" is not closed: end the quoted text on the same line"},
 	{"could not find end character of single-quoted text", "a ' is not closed: end the quoted text on the same line"},
 	{"mapping value is not allowed in this context", "a second \": \" on one line: put text that holds \": \" in quotes"},
@@ -156,6 +161,18 @@ func syntaxError(file string, data []byte, err error) error {
 	if dup := duplicateKey.FindStringSubmatch(msg); dup != nil {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf("key %q is given twice (first at line %s): keep one", dup[1], dup[2])}
 	}
+	if v := ye.GetToken(); strings.Contains(msg, "mapping value is not allowed") && strings.Contains(strings.TrimSpace(v.Origin), "\n") {
+		// A key indented deeper than the one above it: YAML reads it as
+		// the rest of that key's value, then finds its ": ". The mistake
+		// is the key's line, the value's last.
+		line = lastLine(data, v)
+		return &Error{File: file, Line: line, Msg: "this line is indented deeper than the key above it, so YAML reads it as the rest of that key's value: start it in the same column as the key above (YAML: " + msg + ")"}
+	}
+	if unclosedFlow(msg) {
+		// The parser notices an unclosed [ or { where the text stops
+		// fitting, often lines below it: the mistake is the bracket.
+		line = unclosedOpener(data, ye.GetToken().Position)
+	}
 	for _, r := range syntaxRewrites {
 		if strings.Contains(msg, r.has) {
 			msg = r.say + " (YAML: " + msg + ")"
@@ -163,6 +180,57 @@ func syntaxError(file string, data []byte, err error) error {
 		}
 	}
 	return &Error{File: file, Line: line, Msg: msg}
+}
+
+// unclosedFlow reports whether the parser's message is about a [ or { that
+// is never closed.
+func unclosedFlow(msg string) bool {
+	for _, m := range []string{"',' or ']' must be specified", "',' or '}' must be specified",
+		"could not find flow mapping end token", "could not find flow sequence end token"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// unclosedOpener is the line of the last [ or { at or before where the
+// parser gave up (at) that no bracket closes, found by matching the
+// brackets of the whole text; at's own line when every one is closed.
+func unclosedOpener(data []byte, at *token.Position) int {
+	var open, unclosed []*token.Token
+	for _, tk := range lexer.Tokenize(string(data)) {
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			open = append(open, tk)
+		case token.SequenceEndType, token.MappingEndType:
+			want := token.SequenceStartType
+			if tk.Type == token.MappingEndType {
+				want = token.MappingStartType
+			}
+			// A closer of the other kind closes the bracket it
+			// matches: the ones above that are unclosed.
+			for i := len(open) - 1; i >= 0; i-- {
+				if open[i].Type == want {
+					unclosed = append(unclosed, open[i+1:]...)
+					open = open[:i]
+					break
+				}
+			}
+		}
+	}
+	unclosed = append(unclosed, open...)
+	line := 0
+	for _, tk := range unclosed {
+		p := tk.Position
+		if (p.Line < at.Line || p.Line == at.Line && p.Column <= at.Column) && p.Line > line {
+			line = p.Line
+		}
+	}
+	if line == 0 {
+		return at.Line
+	}
+	return line
 }
 
 var duplicateKey = regexp.MustCompile(`mapping key "([^"]*)" already defined at \[(\d+):`)
@@ -180,6 +248,9 @@ func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
 			return d.errAt(n, "%s has nothing under it: indent its keys by two spaces under %s:", subject(path), key(path))
 		}
 		return d.errAt(n, "%s has no value: give one, or remove the line for the default", subject(path))
+	}
+	if err := d.runsOn(n, path); err != nil {
+		return err
 	}
 	switch t := v.Type(); {
 	case t == durationType:
@@ -213,6 +284,51 @@ func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
 	}
 	return fmt.Errorf("spec: no YAML decoding for %s (a bug in lab)", v.Type())
 }
+
+// freeText are the keys whose value is prose, which may run on over lines.
+var freeText = map[string]bool{"description": true, "note": true}
+
+// runsOn rejects a plain value that runs on to a further line, which in a
+// lab file is a line indented deeper than the one above it ("- 2" then
+// "   - 4" is the one item "2 - 4"): at that line, not at the value's first.
+func (d *doc) runsOn(n ast.Node, path string) error {
+	s, ok := n.(*ast.StringNode)
+	if !ok || freeText[key(path)] || s.GetToken().Type != token.StringType {
+		return nil
+	}
+	origin := strings.TrimSpace(s.GetToken().Origin)
+	if !strings.Contains(origin, "\n") {
+		return nil
+	}
+	return &Error{File: d.file, Line: lastLine(d.data, s.GetToken()),
+		Msg: fmt.Sprintf("this line is indented deeper than the line above it, so YAML reads it as the rest of %s (%q): start it in the same column as the line above", subject(path), s.Value)}
+}
+
+// lastLine is the line of the last text of a token that spans lines. The
+// parser's position of such a token is sometimes its first line and
+// sometimes a later one, so the token's text is looked for in data, the
+// occurrence nearest the position's offset winning.
+func lastLine(data []byte, tk *token.Token) int {
+	text := strings.TrimSpace(tk.Origin)
+	best := -1
+	for from := 0; ; {
+		i := bytes.Index(data[from:], []byte(text))
+		if i < 0 {
+			break
+		}
+		i += from
+		if best < 0 || abs(i-tk.Position.Offset) < abs(best-tk.Position.Offset) {
+			best = i
+		}
+		from = i + 1
+	}
+	if best < 0 {
+		return tk.Position.Line + strings.Count(text, "\n")
+	}
+	return 1 + bytes.Count(data[:best+len(text)], []byte("\n"))
+}
+
+func abs(x int) int { return max(x, -x) }
 
 // resolve looks through tags, anchors and aliases to the value.
 func (d *doc) resolve(n ast.Node) (ast.Node, error) {
@@ -275,6 +391,9 @@ func (d *doc) mapping(n ast.Node, v reflect.Value, path string) error {
 			if path != "" {
 				in = " in " + show(path)
 			}
+			if hint := elsewhere(k, path); hint != "" {
+				return d.errAt(p.Key, "unknown key %q%s: it is %s", k, in, hint)
+			}
 			return d.errAt(p.Key, "unknown key %q%s (known: %s)", k, in, strings.Join(names, ", "))
 		}
 		sub := join(path, k)
@@ -284,6 +403,61 @@ func (d *doc) mapping(n ast.Node, v reflect.Value, path string) error {
 		}
 	}
 	return nil
+}
+
+// elsewhere says where in a lab file key k belongs when it is not a key at
+// path: a key at the wrong indentation is a key of another level ("cpus"
+// at the top is matrix's, "series" under matrix is the top level's).
+func elsewhere(k, path string) string {
+	var at []string
+	keyPaths(reflect.TypeOf(Lab{}), "", func(p string) {
+		if key(p) == k && p != join(show(path), k) {
+			at = append(at, p)
+		}
+	})
+	// The shallowest places are the likeliest: a key is more often one
+	// level off than three.
+	var parents []string
+	depth := func(p string) int { return strings.Count(p, ".") }
+	for _, p := range at {
+		i := strings.LastIndex(p, ".")
+		if i < 0 {
+			return "a top-level key: start it in the first column"
+		}
+		switch {
+		case len(parents) > 0 && depth(p[:i]) > depth(parents[0]):
+		case len(parents) > 0 && depth(p[:i]) < depth(parents[0]):
+			parents = []string{p[:i]}
+		case !slices.Contains(parents, p[:i]):
+			parents = append(parents, p[:i])
+		}
+	}
+	switch len(parents) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("a key of %s: indent it under %s:", parents[0], key(parents[0]))
+	}
+	return fmt.Sprintf("a key of %s: indent it under the one it belongs to", strings.Join(parents, " or of "))
+}
+
+// keyPaths calls f with the path of every key a lab file can give under t,
+// outermost first.
+func keyPaths(t reflect.Type, path string, f func(string)) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t == durationType {
+		return
+	}
+	_, names := yamlFields(t)
+	for _, k := range names {
+		f(join(path, k))
+	}
+	fields, _ := yamlFields(t)
+	for _, k := range names {
+		keyPaths(t.Field(fields[k]).Type, join(path, k), f)
+	}
 }
 
 // yamlFields maps a struct's YAML keys to field indexes, with the keys sorted.
