@@ -4,6 +4,7 @@
 package cpulist
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -51,13 +52,20 @@ func ParseMax(s string, last int) ([]int, error) {
 func parseRange(part string) (lo, hi int, err error) {
 	l, h, isRange := strings.Cut(part, "-")
 	lo, err = strconv.Atoi(l)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, 0, fmt.Errorf("CPU %s is too large (write e.g. 0-3,8)", l)
+	}
 	if err != nil || lo < 0 {
 		return 0, 0, fmt.Errorf("bad CPU %q (write e.g. 0-3,8)", l)
 	}
 	if !isRange {
 		return lo, lo, nil
 	}
-	if hi, err = strconv.Atoi(h); err != nil || hi < lo {
+	hi, err = strconv.Atoi(h)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, 0, fmt.Errorf("CPU %s is too large (write e.g. 0-3,8)", h)
+	}
+	if err != nil || hi < lo {
 		return 0, 0, fmt.Errorf("bad range %q (write FIRST-LAST, e.g. 0-3)", part)
 	}
 	return lo, hi, nil

@@ -51,6 +51,9 @@ func TestParseMax(t *testing.T) {
 		{"0-99999999", 1, `CPU 99999999 is past the last CPU, 1`},
 		{"0-99999999", 1 << 40, `past the last CPU, 8191`},
 		{"x", 3, `bad CPU "x"`},
+		// Too many digits for an int is too large, not "bad".
+		{"0-99999999999999999999", 1, `CPU 99999999999999999999 is too large`},
+		{"99999999999999999999", 1, `CPU 99999999999999999999 is too large`},
 	} {
 		_, err := ParseMax(tc.in, tc.last)
 		switch {

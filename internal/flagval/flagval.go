@@ -4,8 +4,10 @@
 package flagval
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -87,12 +89,15 @@ func (d *Duration) Set(v string) error {
 	if err := d.mark(); err != nil {
 		return err
 	}
-	x, err := time.ParseDuration(v)
+	x, err := ParseDuration(v)
 	if err != nil {
 		// A bare 0 is a duration; other bare numbers are ambiguous.
 		if v == "0" {
 			d.V = 0
 			return nil
+		}
+		if durationText.MatchString(v) {
+			return err
 		}
 		return fmt.Errorf("not a duration: write e.g. 5s or 500ms")
 	}
@@ -170,14 +175,47 @@ func (l *Ints) Set(v string) error {
 	return nil
 }
 
+// MaxCount is the largest whole number a flag or a lab file takes: far
+// above any count lab needs, and small enough that products of counts
+// (boots × benchmarks × seconds) do not wrap.
+const MaxCount = math.MaxInt32
+
 // parseCount reads a whole number, saying what is wrong with anything else
-// (1.5, 1e3, an empty item) rather than truncating it.
+// (1.5, 1e3, an empty item, a number past MaxCount) rather than truncating
+// it.
 func parseCount(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil {
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) || err == nil && (n > MaxCount || n < -MaxCount):
+		return 0, fmt.Errorf("%q is %s", s, OutOfRange(s))
+	case err != nil:
 		return 0, fmt.Errorf("%q is not a whole number", s)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// OutOfRange says what is wrong with a whole number past MaxCount, with
+// the limit: a number too long for an int is as wrong as one a digit
+// shorter, and not "not a whole number".
+func OutOfRange(s string) string {
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return fmt.Sprintf("too small: at least %d", -MaxCount)
+	}
+	return fmt.Sprintf("too large: at most %d", MaxCount)
+}
+
+// durationText is text of the shape time.ParseDuration reads: when it is
+// refused all the same, it is past the largest duration.
+var durationText = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// ParseDuration is time.ParseDuration, saying "too large" of a duration
+// past its limit (about 292 years) instead of "not a duration".
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil && durationText.MatchString(s) {
+		return 0, fmt.Errorf("%q is too large: a duration is at most %s", s, time.Duration(math.MaxInt64).Truncate(time.Hour))
+	}
+	return d, err
 }
 
 // Repeated is a flag that may be given more than once (lab run --series

@@ -45,6 +45,12 @@ func TestValues(t *testing.T) {
 		{[]string{"-d", "-1s"}, "negative"},
 		{[]string{"-d", "3"}, "not a duration"},
 		{[]string{"-l", "1,,2"}, "not a whole number"},
+		// Out of range is too large, with the limit, not "not a whole number".
+		{[]string{"-n", "99999999999999999999"}, `"99999999999999999999" is too large: at most 2147483647`},
+		{[]string{"-n", "2147483648"}, `"2147483648" is too large: at most 2147483647`},
+		{[]string{"-n", "-99999999999999999999"}, "is too small: at least -2147483647"},
+		{[]string{"-l", "1,99999999999999999999"}, "is too large: at most 2147483647"},
+		{[]string{"-d", "99999999999h"}, `"99999999999h" is too large: a duration is at most 2562047h0m0s`},
 		{[]string{"-s", "a,"}, "empty item"},
 		{[]string{"-f", "x"}, "not a number"},
 		{[]string{"-f", "NaN"}, "not a number"},

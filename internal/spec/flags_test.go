@@ -77,6 +77,8 @@ func TestFlagsReject(t *testing.T) {
 		{[]string{"--duration", "0"}, "duration 0s: want at least 1s"},
 		{[]string{"--boots", "0"}, "boots 0: want at least 1"},
 		{[]string{"--producers", "1.5"}, `"1.5" is not a whole number`},
+		{[]string{"--boots", "99999999999999999999"}, `"99999999999999999999" is too large: at most 2147483647`},
+		{[]string{"--cpus", "2,99999999999999999999"}, `"99999999999999999999" is too large: at most 2147483647`},
 		{[]string{"--boots", "2", "--boots", "3"}, "given twice"},
 		{[]string{"--duration", "5"}, "not a duration"},
 		{[]string{"--warmup", "-1s"}, "negative"},

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lab/internal/flagval"
+
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
@@ -236,6 +238,9 @@ func unclosedOpener(data []byte, at *token.Position) int {
 var duplicateKey = regexp.MustCompile(`mapping key "([^"]*)" already defined at \[(\d+):`)
 
 var durationType = reflect.TypeOf(Duration{})
+
+// wholeNumber is a number as a lab file writes a count.
+var wholeNumber = regexp.MustCompile(`^[-+]?[0-9]+$`)
 
 // decode fills v from n; path names n for lines and messages.
 func (d *doc) decode(n ast.Node, v reflect.Value, path string) error {
@@ -511,6 +516,10 @@ func (d *doc) integer(n ast.Node, v reflect.Value, path string) error {
 			if _, err := strconv.Atoi(s); err == nil {
 				return d.errAt(n, "%s: %q is quoted text: write the number without quotes", show(path), s)
 			}
+			if _, isString := n.(*ast.StringNode); isString && n.GetToken().Type == token.StringType && wholeNumber.MatchString(s) {
+				// The parser takes digits too many for an int64 for text.
+				return d.errAt(n, "%s: %s is %s", show(path), s, flagval.OutOfRange(s))
+			}
 			return d.errAt(n, "%s: %s is not a whole number: write e.g. %s: %s", show(path), text(n), key(path), example(path))
 		}
 		return d.errAt(n, "%s takes a whole number, not %s: write e.g. %s: %s", subject(path), describe(n), key(path), example(path))
@@ -521,12 +530,12 @@ func (d *doc) integer(n ast.Node, v reflect.Value, path string) error {
 		x = val
 	case uint64:
 		if val > math.MaxInt64 {
-			return d.errAt(n, "%s: %s is too large", show(path), text(n))
+			return d.errAt(n, "%s: %s is %s", show(path), text(n), flagval.OutOfRange(text(n)))
 		}
 		x = int64(val)
 	}
-	if x > math.MaxInt32 || x < math.MinInt32 {
-		return d.errAt(n, "%s: %s is too large", show(path), text(n))
+	if x > flagval.MaxCount || x < -flagval.MaxCount {
+		return d.errAt(n, "%s: %s is %s", show(path), text(n), flagval.OutOfRange(text(n)))
 	}
 	v.SetInt(x)
 	return nil
@@ -539,10 +548,16 @@ func (d *doc) duration(n ast.Node, v reflect.Value, path string) error {
 	if !ok {
 		return d.errAt(n, "%s takes one duration, not %s: write e.g. %s: 5s", subject(path), describe(n), key(path))
 	}
-	dur, err := time.ParseDuration(s)
+	dur, err := flagval.ParseDuration(s)
 	if err != nil {
 		secs, perr := strconv.ParseFloat(s, 64)
-		if perr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > 1e9 {
+		if perr == nil && math.Abs(secs) > 1e9 || errors.Is(perr, strconv.ErrRange) {
+			return d.errAt(n, "%s: %s seconds is too large: at most 1000000000 (about 31 years)", show(path), s)
+		}
+		if perr != nil && strings.Contains(err.Error(), "too large") {
+			return d.errAt(n, "%s: %v", show(path), err)
+		}
+		if perr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
 			return d.errAt(n, "%s: %q is not a duration: write e.g. 5s or 500ms", show(path), s)
 		}
 		dur = time.Duration(secs * float64(time.Second))

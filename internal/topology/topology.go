@@ -5,7 +5,9 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -428,6 +430,10 @@ func ParseMiB(s string) (int64, error) {
 		mult, t = 1024*1024, strings.TrimSuffix(t, "T")
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(t, "-") {
+		n = math.MaxInt64 // too many digits for a number is more than any machine has, below
+		err = nil
+	}
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("memory %q: want a size like 512M or 2G", s)
 	}

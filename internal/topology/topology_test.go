@@ -104,6 +104,10 @@ func TestResolveRejects(t *testing.T) {
 			"want 11..254"},
 		{"bad memory", "arm64", Request{CPUs: 2, Memory: "lots"},
 			`memory "lots": want a size like 512M or 2G`},
+		{"memory too many digits", "arm64", Request{CPUs: 2, Memory: "99999999999999999999"},
+			`memory "99999999999999999999": more than any machine has`},
+		{"memory too many digits, G", "arm64", Request{CPUs: 2, Memory: "99999999999999999999G"},
+			`memory "99999999999999999999G": more than any machine has`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Resolve(tc.arch, tc.req)
