@@ -156,6 +156,8 @@ func corpus() []corpusCase {
 		{"series", "empty folder", "", map[string]string{"patches/ok/0001-corpus-a-valid-patch.patch": "-"}, run, "has no patches: put the series there with git format-patch -o", 2, 1},
 		{"series", "a README", "", map[string]string{"patches/ok/README": "How to apply.\n"}, run, "patches/ok/README: not a patch file: a series folder holds only patch files", 2, 1},
 		{"series", "a .orig left by patch", "", map[string]string{"patches/ok/0001-corpus-a-valid-patch.patch.orig": "x\n"}, run, "0001-corpus-a-valid-patch.patch.orig: not a patch file", 2, 1},
+		{"series", "a patch saved as .txt", "", map[string]string{"patches/ok/0002-x.txt": "From 1234 Mon Sep 17 00:00:00 2001\nSubject: [PATCH 2/2] x\n\n--- a/x\n+++ b/x\n"}, run, "patches/ok/0002-x.txt: holds a patch mail, but lab reads only files named .patch, .mbox, .mbx, .diff, .eml in a series folder: rename it to 0002-x.patch", 2, 1},
+		{"series", "a patch mail without extension", "", map[string]string{"patches/ok/0002-x": "Subject: [PATCH 2/2] x\n\n--- a/x\n+++ b/x\n"}, run, "rename it to 0002-x.patch", 2, 1},
 		{"series", "a sub-folder", "", map[string]string{"patches/ok/v2": "/"}, run, "patches/ok/v2: not a patch file", 2, 1},
 		{"series", "no Subject", "", map[string]string{"patches/ok/0002-x.diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"}, run, "0002-x.diff: no Subject: header: not a mail; write patches with git format-patch", 2, 1},
 		{"series", "no diff", "", map[string]string{"patches/ok/0002-x.patch": "From: A <a@example.org>\nSubject: [PATCH 2/2] corpus: words only\n\nNo diff here.\n"}, run, `0002-x.patch: "corpus: words only" has no diff: nothing to apply`, 2, 1},

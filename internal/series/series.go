@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,7 +128,7 @@ func load(dir string) (*Series, []string, error) {
 			return nil, nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), no folders or links", p, strings.Join(patchExts, ", "))
 		}
 		if !slices.Contains(patchExts, filepath.Ext(e.Name())) {
-			return nil, nil, fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), applied in name order; move it out of the folder", p, strings.Join(patchExts, ", "))
+			return nil, nil, misnamed(p)
 		}
 		patch, note, err := readPatch(p)
 		if err != nil {
@@ -145,6 +146,48 @@ func load(dir string) (*Series, []string, error) {
 	}
 	return s, covers, nil
 }
+
+// backupExts are the names of copies patch(1) and editors leave.
+var backupExts = []string{".orig", ".rej", ".bak", ".old"}
+
+// misnamed is the error for a file of a series folder without a patch's
+// name. One that holds a patch mail (saved from a mail client as .txt, or
+// with no extension) gets its new name: "not a patch file" would tell the
+// user to move out the very patch they meant.
+func misnamed(p string) error {
+	exts := strings.Join(patchExts, ", ")
+	if !looksLikePatchMail(p) {
+		return fmt.Errorf("%s: not a patch file: a series folder holds only patch files (%s), applied in name order; move it out of the folder", p, exts)
+	}
+	to := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+	if filepath.Ext(to) != ".patch" {
+		to += ".patch"
+	}
+	if exists(filepath.Join(filepath.Dir(p), to)) || slices.Contains(backupExts, filepath.Ext(p)) || strings.HasSuffix(p, "~") {
+		// A copy patch(1) or an editor left (0001-x.patch.orig):
+		// renamed, it would overwrite the patch or apply it twice.
+		return fmt.Errorf("%s: not a patch file by its name, though it holds a patch mail: a leftover copy (of %s?); move it out of the folder", p, to)
+	}
+	return fmt.Errorf("%s: holds a patch mail, but lab reads only files named %s in a series folder: rename it to %s", p, exts, to)
+}
+
+// looksLikePatchMail reports whether the file at p starts like a patch
+// mail: git format-patch's "From <sha>" line, or a Subject: header, over
+// a diff.
+func looksLikePatchMail(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10) // a patch's headers and the start of its diff
+	n, _ := io.ReadFull(f, head)
+	text := strings.ReplaceAll(string(head[:n]), "\r\n", "\n")
+	mail := mboxFrom.MatchString(text) || rawSubject(text) != ""
+	return mail && (hasDiff(text) || strings.HasPrefix(rawSubject(text), "[PATCH"))
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // readPatch reads one patch file; a cover letter gives a note instead.
 func readPatch(p string) (Patch, string, error) {

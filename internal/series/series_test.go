@@ -141,6 +141,17 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		{"readme", map[string]string{"README": "notes\n"}, "README: not a patch file", 0},
 		{"orig", map[string]string{"0001-x.patch.orig": string(patch)}, "0001-x.patch.orig: not a patch file", 0},
+		// A patch mail under another name is named for what it is, with
+		// the name to give it.
+		{"patch as .txt", map[string]string{"0002-y.txt": string(patch)}, "0002-y.txt: holds a patch mail, but lab reads only files named .patch, .mbox, .mbx, .diff, .eml in a series folder: rename it to 0002-y.patch", 0},
+		{"patch without extension", map[string]string{"0002-y": string(patch)}, "rename it to 0002-y.patch", 0},
+		{"patch as .patch.txt", map[string]string{"0002-y.patch.txt": string(patch)}, "rename it to 0002-y.patch", 0},
+		{"subject only", map[string]string{"0002-y.msg": "Subject: [PATCH 2/2] y\n\nwords\n"}, "rename it to 0002-y.patch", 0},
+		{"CRLF mail", map[string]string{"0002-y.txt": strings.ReplaceAll(string(patch), "\n", "\r\n")}, "rename it to 0002-y.patch", 0},
+		{"copy of a patch", map[string]string{"0001-lookup-go-lockless.patch.bak": string(patch)}, "0001-lookup-go-lockless.patch.bak: not a patch file by its name, though it holds a patch mail: a leftover copy (of 0001-lookup-go-lockless.patch?); move it out of the folder", 0},
+		{"copy under a new name", map[string]string{"0001-lookup-go-lockless.txt": string(patch)}, "a leftover copy (of 0001-lookup-go-lockless.patch?)", 0},
+		{"notes with a subject", map[string]string{"NOTES": "Subject: the plan\n\nwords\n"}, "NOTES: not a patch file", 0},
+		{"rej", map[string]string{"0001-x.rej": "--- lookup.c\n+++ lookup.c\n@@ -1 +1 @@\n-a\n+b\n"}, "0001-x.rej: not a patch file", 0},
 		{"folder", map[string]string{"old/": ""}, "old: not a patch file", 0},
 		{"empty patch", map[string]string{"0002-y.patch": ""}, "0002-y.patch: empty file", 0},
 		{"binary", map[string]string{"0002-y.patch": "\x7fELF\x00\x01"}, "0002-y.patch: not a text file", 0},
