@@ -64,7 +64,7 @@ type corpusCase struct {
 	lab   string            // labs/t.yaml of the checkout ({ROOT} is its path); "" keeps good, empty makes it 0 bytes
 	files map[string]string // more files of the checkout (content "/" makes a folder, "-" removes)
 	args  string            // LAB: the lab file, RUN(x): testdata run folder x, OUT: a fresh output folder
-	want  string            // in stderr (stdout when code is 0)
+	want  string            // in stderr (stdout when code is 0); {ROOT} is the checkout's path
 	line  int               // > 0: the message is at labs/t.yaml:line
 	code  int
 }
@@ -140,7 +140,7 @@ func corpus() []corpusCase {
 		{"names", "name is a path", with("name: corpus", "name: a/b"), nil, run, `name "a/b": a name, not a path`, 1, 1},
 		{"names", "hidden name", with("name: corpus", "name: .corpus"), nil, run, `name ".corpus": a name cannot start with a dot`, 1, 1},
 		{"names", "name with a blank", with("name: corpus", "name: my lab"), nil, run, `name "my lab": use only letters, digits, '.', '_' and '-'`, 1, 1},
-		{"names", "series path to nothing", with("series: ok", "series: ../../etc"), nil, run, `series "../../etc": series `, 2, 1},
+		{"names", "series path to nothing", with("series: ok", "series: ../../etc"), nil, run, `series "../../etc": no such file or folder: `, 2, 1},
 		{"names", "fragment climbs out", good + "config: [../../etc/passwd]\n", nil, run, `config fragment "../../etc/passwd": a name, not a path`, 16, 1},
 		{"names", "no name", strings.Replace(good, "name: corpus\n", "", 1), nil, run, `missing key "name" (write e.g. name: uprobe-srcu)`, 0, 1},
 
@@ -152,7 +152,8 @@ func corpus() []corpusCase {
 		{"claims", "direction sideways", with("direction: faster", "direction: sideways"), nil, run, `claim: direction "sideways": want faster or slower`, 15, 1},
 
 		// The series folder.
-		{"series", "no folder", with("series: ok", "series: nope"), nil, run, `series "nope": series folder`, 2, 1},
+		{"series", "no folder", with("series: ok", "series: nope"), nil, run, `series "nope": no folder {ROOT}/patches/nope (a name is a folder under patches/, which holds ok)`, 2, 1},
+		{"series", "a path to a name", with("series: ok", "series: ../ok"), nil, run, `series "../ok": no such file or folder: {ROOT}/ok (a relative path is taken from the lab file's folder, {ROOT}/labs); did you mean series: ok, the folder patches/ok?`, 2, 1},
 		{"series", "empty folder", "", map[string]string{"patches/ok/0001-corpus-a-valid-patch.patch": "-"}, run, "has no patches: put the series there with git format-patch -o", 2, 1},
 		{"series", "a README", "", map[string]string{"patches/ok/README": "How to apply.\n"}, run, "patches/ok/README: not a patch file: a series folder holds only patch files", 2, 1},
 		{"series", "a .orig left by patch", "", map[string]string{"patches/ok/0001-corpus-a-valid-patch.patch.orig": "x\n"}, run, "0001-corpus-a-valid-patch.patch.orig: not a patch file", 2, 1},
@@ -355,7 +356,7 @@ func runCase(t *testing.T, tc corpusCase) {
 	if code != tc.code {
 		t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
 	}
-	if !strings.Contains(msg, tc.want) {
+	if want := strings.ReplaceAll(tc.want, "{ROOT}", root); !strings.Contains(msg, want) { // a message naming an absolute path
 		t.Errorf("output does not say %q:\n%s", tc.want, msg)
 	}
 	if tc.line > 0 && !strings.Contains(msg, filepath.Join(root, "labs", "t.yaml")+":"+strconv.Itoa(tc.line)+": ") {

@@ -85,7 +85,7 @@ func Open(path string, stdin io.Reader, dir string) (*Series, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("series %s does not exist", path)
+		return nil, fmt.Errorf("series %s does not exist%s", path, lookedAt(path))
 	case err != nil:
 		return nil, fmt.Errorf("series: %w", err)
 	case fi.IsDir():

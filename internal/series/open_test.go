@@ -324,6 +324,7 @@ func TestOpenCorpus(t *testing.T) {
 			return r.file(t, "notes.txt", "Remember to rebase.\n"), nil
 		}, err: "notes.txt: not a patch"},
 		{name: "missing file", input: func(t *testing.T) (string, io.Reader) { return filepath.Join(r.dir, "nope.mbx"), nil }, err: "nope.mbx does not exist"},
+		{name: "missing relative file", input: func(t *testing.T) (string, io.Reader) { return "nope.mbx", nil }, err: "series nope.mbx does not exist (looked for "},
 		{name: "mbox with no patches", input: func(t *testing.T) (string, io.Reader) {
 			return r.file(t, "chat.mbox", plain("lookup is slow", "Why?")+plain("lookup is still slow", "Really.")), nil
 		}, err: `chat.mbox: no patches: none of its 2 mails carries a diff (the first: mail 1 "lookup is slow")`},

@@ -98,12 +98,22 @@ func Load(dir string) (*Series, error) {
 	return s, err
 }
 
+// lookedAt is " (looked for /abs/path)" for a relative path, so that a
+// message says where, from which folder, the series was looked for.
+func lookedAt(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil || filepath.IsAbs(path) {
+		return ""
+	}
+	return " (looked for " + abs + ")"
+}
+
 // load is Load, also returning the cover letters' paths.
 func load(dir string) (*Series, []string, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fmt.Errorf("series folder %s does not exist", dir)
+		return nil, nil, fmt.Errorf("series folder %s does not exist%s", dir, lookedAt(dir))
 	case err != nil:
 		return nil, nil, fmt.Errorf("series folder: %w", err)
 	case !fi.IsDir():

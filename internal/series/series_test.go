@@ -183,8 +183,10 @@ func TestLoadRejects(t *testing.T) {
 			}
 		})
 	}
+	wd, _ := os.Getwd()
 	for dir, want := range map[string]string{
-		filepath.Join(t.TempDir(), "nope"):                  "does not exist",
+		filepath.Join(t.TempDir(), "nope"): "does not exist",
+		"nope":                             "series folder nope does not exist (looked for " + filepath.Join(wd, "nope") + ")",
 		filepath.Join(dir, "0001-lookup-go-lockless.patch"): "is a file",
 		t.TempDir(): "has no patches",
 	} {

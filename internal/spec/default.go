@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,9 @@ func (l *Lab) OpenSeries() (*series.Series, error) {
 		return nil, fmt.Errorf("lab %s names no series: this compares a kernel with and without one (series: in the lab, or --series PATH); lab track measures a branch without one", l.Name)
 	}
 	p := l.SeriesPath()
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil, l.noSeries(p)
+	}
 	if !isPath(l.Series) {
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 			_, err := series.Load(p) // says what the folder is not
@@ -141,6 +145,61 @@ func (l *Lab) OpenVersion(i int) (*series.Series, error) {
 	one := *l
 	one.Series, one.Versions = l.Versions[i].Series, nil
 	return one.OpenSeries()
+}
+
+// noSeries says that the lab's series is not at p: the absolute path
+// looked at, how a relative one was taken, and the other reading of
+// series: when it finds something (a path whose last name is a folder
+// under patches/, a name that is a file beside the lab file).
+func (l *Lab) noSeries(p string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		abs = p
+	}
+	var msg string
+	if isPath(l.Series) {
+		msg = "no such file or folder: " + abs
+		if !filepath.IsAbs(l.Series) && l.Path != "" {
+			from, _ := filepath.Abs(filepath.Dir(l.Path))
+			msg += fmt.Sprintf(" (a relative path is taken from the lab file's folder, %s)", from)
+		}
+	} else {
+		msg = fmt.Sprintf("no folder %s (a name is a folder under patches/", abs)
+		if names := seriesNames(filepath.Dir(p)); len(names) > 0 {
+			msg += ", which holds " + strings.Join(names, ", ")
+		}
+		msg += ")"
+	}
+	return errors.New(msg + l.otherReading())
+}
+
+// otherReading is "; did you mean ..." when series: read the other way (a
+// name as a path beside the lab file, a path's last name as a name)
+// finds a series.
+func (l *Lab) otherReading() string {
+	base := filepath.Base(filepath.Clean(l.Series))
+	if isPath(l.Series) {
+		if fi, err := os.Stat(filepath.Join(l.Root, "patches", base)); err == nil && fi.IsDir() {
+			return fmt.Sprintf("; did you mean series: %s, the folder patches/%s?", base, base)
+		}
+		return ""
+	}
+	if l.Path != "" && exists(filepath.Join(filepath.Dir(l.Path), l.Series)) {
+		return fmt.Sprintf("; did you mean series: ./%s, beside the lab file? (a value without a / is a name under patches/)", l.Series)
+	}
+	return ""
+}
+
+// seriesNames lists the folders of patches/ (dir), for a message.
+func seriesNames(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 // SeriesPath is where the series is: patches/NAME under Root for a name,

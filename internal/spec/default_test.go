@@ -208,8 +208,13 @@ func TestSeriesPath(t *testing.T) {
 		{"labs/t.yaml", "./v2_x.mbx", "labs/v2_x.mbx", ""},
 		{"labs/t.yaml", "../runs/r1", "runs/r1", ""},
 		{"runs/r1/lab.yaml", "./x.patch", "runs/r1/x.patch", ""},
-		{"labs/t.yaml", "v2_x.mbx", "", `series "v2_x.mbx": series folder ` + root + "/patches/v2_x.mbx does not exist"},
-		{"labs/t.yaml", "./nope.mbx", "", `series "./nope.mbx": series ` + root + "/labs/nope.mbx does not exist"},
+		// A series that is not there: where lab looked, absolute, and the
+		// other reading of series: when it finds one.
+		{"labs/t.yaml", "v2_x.mbx", "", `labs/t.yaml:2: series "v2_x.mbx": no folder ` + root + "/patches/v2_x.mbx (a name is a folder under patches/, which holds s1); did you mean series: ./v2_x.mbx, beside the lab file?"},
+		{"labs/t.yaml", "nope", "", `labs/t.yaml:2: series "nope": no folder ` + root + "/patches/nope (a name is a folder under patches/, which holds s1)"},
+		{"labs/t.yaml", "./nope.mbx", "", `labs/t.yaml:2: series "./nope.mbx": no such file or folder: ` + root + "/labs/nope.mbx (a relative path is taken from the lab file's folder, " + root + "/labs)"},
+		{"labs/t.yaml", "../s1", "", `series "../s1": no such file or folder: ` + root + "/s1 (a relative path is taken from the lab file's folder, " + root + "/labs); did you mean series: s1, the folder patches/s1?"},
+		{"labs/t.yaml", "/nowhere/patches/s1/", "", `series "/nowhere/patches/s1/": no such file or folder: /nowhere/patches/s1; did you mean series: s1, the folder patches/s1?`},
 	} {
 		p := filepath.Join(root, tc.at)
 		lab, err := ParseOn(p, []byte("name: t\nseries: "+tc.series+"\n"), testHost)

@@ -116,7 +116,7 @@ func TestRejectsOneLine(t *testing.T) {
 		{"name: .x\nseries: s1\n", 1, `name ".x": a name cannot start with a dot`},
 		{"name: a..b\nseries: s1\n", 1, `a name cannot hold ".."`},
 		{"name: a b\nseries: s1\n", 1, `use only letters, digits, '.', '_' and '-'`},
-		{"name: t\nseries: ../../etc\n", 2, `series "../../etc": series `},
+		{"name: t\nseries: ../../etc\n", 2, `series "../../etc": no such file or folder: `},
 		{head + "config: [../../../etc/passwd]\n", 3, `config fragment "../../../etc/passwd": a name, not a path`},
 		{head + "config: [nope.config]\n", 3, `config fragment "nope.config": no file`},
 		{head + "claims:\n  - benchmark: uretprobe-nop\n    direction: faster\n", 4, "claim: benchmark uretprobe-nop is not in the matrix (benchmarks: uprobe-nop, usermode-count, syscall-count)"},

@@ -105,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad arch", func(s string) string { return strings.Replace(s, "[x86_64]", "[riscv]", 1) }, `unknown architecture "riscv"`, 5},
 		{"bad duration", func(s string) string { return strings.Replace(s, "3s", "three", 1) }, `"three" is not a duration`, 10},
 		{"bad type", func(s string) string { return strings.Replace(s, "boots: 4", "boots: many", 1) }, `matrix.boots: "many" is not a whole number: write e.g. boots: 5`, 9},
-		{"missing series", func(s string) string { return strings.Replace(s, "series: s1", "series: nope", 1) }, `series "nope": series folder`, 2},
+		{"missing series", func(s string) string { return strings.Replace(s, "series: s1", "series: nope", 1) }, `series "nope": no folder `, 2},
 		{"kprobe-multi on arm64", func(s string) string {
 			return strings.Replace(strings.Replace(s, "[x86_64]", "[x86_64, arm64]", 1), "[uprobe-nop]", "[uprobe-nop, kprobe-multi]", 1)
 		}, "benchmark kprobe-multi cannot run on arm64: needs CONFIG_FPROBE", 7},
