@@ -142,7 +142,7 @@ func corpus() []corpusCase {
 		{"names", "name with a blank", with("name: corpus", "name: my lab"), nil, run, `name "my lab": use only letters, digits, '.', '_' and '-'`, 1, 1},
 		{"names", "series path to nothing", with("series: ok", "series: ../../etc"), nil, run, `series "../../etc": no such file or folder: `, 2, 1},
 		{"names", "fragment climbs out", good + "config: [../../etc/passwd]\n", nil, run, `config fragment "../../etc/passwd": a name, not a path`, 16, 1},
-		{"names", "no name", strings.Replace(good, "name: corpus\n", "", 1), nil, run, `missing key "name" (write e.g. name: uprobe-srcu)`, 0, 1},
+		{"names", "no name", strings.Replace(good, "name: corpus\n", "", 1), nil, run, `missing key "name" (write e.g. name: uprobe-srcu)`, 1, 1},
 
 		// Claims the matrix never measures.
 		{"claims", "benchmark not run", with("  - benchmark: uprobe-nop", "  - benchmark: uretprobe-nop"), nil, run, "claim: benchmark uretprobe-nop is not in the matrix (benchmarks: uprobe-nop, usermode-count, syscall-count): add it there, or fix the claim", 13, 1},

@@ -112,6 +112,10 @@ func TestRejectsOneLine(t *testing.T) {
 		{head + "matrix:\n  boots: 100000\n", 4, "boots: 2400 would fit"},
 		{head + "matrix:\n  cpus: [2]\n  numa_layout:\n    nodes:\n      - {cpus: 0-99999999, memory: 512M}\n      - {cpus: 1, memory: 512M}\n", 7, `numa node 0: cpu list "0-99999999": CPU 99999999 is past the last CPU, 1: write CPUs within 0-1`},
 		{head + "matrix:\n  cpus: [2]\n  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n      - {cpus: 1, memory: 5}\n", 8, "numa node 1: memory 5M: want at least 256M"},
+		// A missing key is at the first key's line, where it would go.
+		{"series: s1\n", 1, `missing key "name" (write e.g. name: uprobe-srcu)`},
+		{"# a lab\n\nseries: s1\nmatrix:\n  boots: 3\n", 3, `missing key "name"`},
+		{"matrix:\n  boots: 3\nseries: s1\n", 1, `missing key "name"`},
 		{"name: ../x\nseries: s1\n", 1, `name "../x": a name, not a path: write it without /`},
 		{"name: .x\nseries: s1\n", 1, `name ".x": a name cannot start with a dot`},
 		{"name: a..b\nseries: s1\n", 1, `a name cannot hold ".."`},

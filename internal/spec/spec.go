@@ -314,7 +314,7 @@ func (l *Lab) Validate() error { return l.validate(nil) }
 
 func (l *Lab) validate(d *doc) error {
 	at := func(msg string, keys ...string) error {
-		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
+		return &Error{File: l.Path, Line: d.at(keys...), Msg: msg}
 	}
 	if l.Name == "" {
 		return at("missing key \"name\" (write e.g. name: uprobe-srcu)")
@@ -587,7 +587,7 @@ var (
 // base-commit for the source (takeBase).
 func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 	at := func(msg string, keys ...string) error {
-		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
+		return &Error{File: l.Path, Line: d.at(keys...), Msg: msg}
 	}
 	for i, v := range l.Versions {
 		s, err := l.OpenVersion(i)
@@ -620,7 +620,7 @@ func (l *Lab) checkFiles(d *doc, with *series.Series) error {
 // of options.
 func (l *Lab) checkFragments(d *doc) error {
 	at := func(msg string, keys ...string) error {
-		return &Error{File: l.Path, Line: d.line(keys...), Msg: msg}
+		return &Error{File: l.Path, Line: d.at(keys...), Msg: msg}
 	}
 	for i, c := range l.Config {
 		p := filepath.Join(l.Root, "kernel-config", c)
@@ -656,7 +656,7 @@ func (l *Lab) checkClaims(d *doc) error {
 	runs := m.JobBenchmarks()
 	for i, c := range l.Claims {
 		at := func(msg string, keys ...string) error {
-			return &Error{File: l.Path, Line: d.line(append([]string{"claims", fmt.Sprint(i)}, keys...)...), Msg: "claim: " + msg}
+			return &Error{File: l.Path, Line: d.at(append([]string{"claims", fmt.Sprint(i)}, keys...)...), Msg: "claim: " + msg}
 		}
 		if !slices.Contains(runs, c.Benchmark) {
 			return at(fmt.Sprintf("benchmark %s is not in the matrix (benchmarks: %s): add it there, or fix the claim", c.Benchmark, strings.Join(runs, ", ")), "benchmark")

@@ -64,6 +64,23 @@ func (d *doc) line(path ...string) int {
 	return 0
 }
 
+// at is the line of an error about path: line's, or, when the file gave
+// no part of path (a missing key: name:, a default that does not fit), the
+// first key's line, where a key to add would go. Every error of a lab
+// file read from a file then has a line; 0 without a document.
+func (d *doc) at(path ...string) int {
+	if l := d.line(path...); l > 0 || d == nil {
+		return l
+	}
+	first := 0
+	for p, l := range d.lines {
+		if !strings.Contains(p, ".") && (first == 0 || l < first) {
+			first = l
+		}
+	}
+	return max(first, 1)
+}
+
 // emptyOK are the lists that may be empty: the rest need an item, since an
 // empty list would either run nothing or be replaced by a default.
 var emptyOK = map[string]bool{"claims": true, "console_expect": true, "tools": true}
