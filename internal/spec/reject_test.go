@@ -98,6 +98,8 @@ func TestRejectsOneLine(t *testing.T) {
 		// A shape error at the key that makes the shape impossible.
 		{head + "matrix:\n  arch: [x86_64]\n  cpus: [4]\n  clusters: 2\n", 6, "x86_64: clusters=2: x86_64's machine has no clusters"},
 		{head + "matrix:\n  clusters: 2\n  arch: [x86_64]\n  cpus: [4]\n", 4, "clusters=2"},
+		{head + "matrix:\n  arch: [x86_64]\n  cpus: [4]\n  sockets: 3\n", 6, "4 vCPUs cannot be sockets=3,cores=1,threads=1 (= 3)"},
+		{head + "matrix:\n  arch: [arm64]\n  cpus: [4]\n  cores: 1\n  clusters: 3\n", 7, "4 vCPUs cannot be sockets=1,clusters=3"},
 		{head + "matrix:\n  arch: [x86_64]\n  cpus: [3]\n  numa: [2]\n", 6, "3 vCPUs do not split evenly over 2 NUMA nodes"},
 		{head + "matrix:\n  arch: [x86_64]\n  cpus:\n    - 2\n    - 5000\n", 7, "5000 vCPUs: x86_64 guests boot at most"},
 		{"name t\nseries: s1\n", 1, "this line is not key: value: put a colon and a space after the key"},

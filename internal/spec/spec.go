@@ -391,7 +391,7 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h H
 	if err := m.validateAxes(at, d); err != nil {
 		return err
 	}
-	if err := m.validateShapes(at, h); err != nil {
+	if err := m.validateShapes(at, d, h); err != nil {
 		return err
 	}
 	if err := m.validateJob(at); err != nil {
@@ -514,7 +514,7 @@ func countError(key string, v int) string {
 
 // validateShapes resolves every shape, and checks its memory against the
 // host's: QEMU would fail to start, or the host would swap.
-func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Host) error {
+func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, d *doc, h Host) error {
 	keys := []string{"matrix", "cpus"}
 	switch {
 	case m.NUMALayout != nil:
@@ -525,7 +525,7 @@ func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Hos
 	for _, a := range m.Arch {
 		shapes, err := m.Shapes(a)
 		if err != nil {
-			return at(err.Error(), shapeErrorKeys(err, keys, m)...)
+			return at(err.Error(), shapeErrorKeys(err, keys, m, d)...)
 		}
 		for _, s := range shapes {
 			if h.MemoryMiB > 0 && s.MemoryMiB > h.MemoryMiB {
@@ -538,13 +538,22 @@ func (m *Matrix) validateShapes(at func(msg string, keys ...string) error, h Hos
 
 // shapeErrorKeys is where in the file a shape error belongs: the layout's
 // node it names, the memory, or the default keys.
-func shapeErrorKeys(err error, keys []string, mat *Matrix) []string {
+func shapeErrorKeys(err error, keys []string, mat *Matrix, d *doc) []string {
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, ": "); ok {
 		msg = rest // without the arch Shapes puts first
 	}
 	if c := shapeCount.FindStringSubmatch(msg); c != nil {
 		return []string{"matrix", c[1]} // "clusters=2: x86_64's machine has no clusters"
+	}
+	if strings.Contains(msg, " the product must equal the vCPUs") {
+		// "4 vCPUs cannot be sockets=3,...": the count the file gave is
+		// the odd one out, more likely than a vCPU count of a list.
+		for _, c := range shapeCounts {
+			if d.given("matrix." + c.key) {
+				return []string{"matrix", c.key}
+			}
+		}
 	}
 	if c := cpuCount.FindStringSubmatch(msg); c != nil {
 		for i, n := range mat.CPUs {
