@@ -83,6 +83,7 @@ func corpus() []corpusCase {
 		{"yaml", "list not closed", with("[x86_64]", "[x86_64"), nil, run, "a [ list is not closed", 5, 1},
 		{"yaml", "indentation off", with("  cpus: [2]", "   cpus: [2]"), nil, run, "this line's indentation does not fit", 6, 1},
 		{"yaml", "key indented under a value", with("  boots: 2\n  duration", "  boots: 2\n    duration"), nil, run, "this line is indented deeper than the key above it", 10, 1},
+		{"yaml", "matrix key in the first column", with("  cpus: [2]\n", "cpus: [2]\n"), nil, run, "this line is indented less than the keys around it (lines 5 and 7), which ends their block", 6, 1},
 		{"yaml", "matrix key at the top", inMatrix("numa: [2]\n"), nil, run, `unknown key "numa": it is a key of matrix: indent it under matrix:`, 12, 1},
 		{"yaml", "clusters on x86_64", inMatrix("  clusters: 2\n"), nil, run, "x86_64: clusters=2: x86_64's machine has no clusters", 12, 1},
 		{"yaml", "colon missing", with("mode: apply", "mode apply"), nil, run, "this line is not key: value: put a colon and a space after the key", 3, 1},

@@ -187,6 +187,11 @@ func syntaxError(file string, data []byte, err error) error {
 		line = lastLine(data, v)
 		return &Error{File: file, Line: line, Msg: "this line is indented deeper than the key above it, so YAML reads it as the rest of that key's value: start it in the same column as the key above (YAML: " + msg + ")"}
 	}
+	if strings.Contains(msg, "value is not allowed in this context") && !strings.Contains(msg, "mapping value") {
+		if odd, before := oddLineOut(data, line); odd > 0 {
+			return &Error{File: file, Line: odd, Msg: fmt.Sprintf("this line is indented less than the keys around it (lines %d and %d), which ends their block: indent it as they are (YAML: %s)", before, line, msg)}
+		}
+	}
 	if unclosedFlow(msg) {
 		// The parser notices an unclosed [ or { where the text stops
 		// fitting, often lines below it: the mistake is the bracket.
@@ -199,6 +204,47 @@ func syntaxError(file string, data []byte, err error) error {
 		}
 	}
 	return &Error{File: file, Line: line, Msg: msg}
+}
+
+// oddLineOut finds the key line before line (where the parser found an
+// indentation that does not fit) that is the mistake: one indented less
+// than the lines on both sides of it, which agree ("  arch: ...",
+// "cpus: [2]", "  benchmarks: ..."): YAML ends the block at it and trips on
+// the line after. It returns that line and the key line above it, 0 when
+// there is no such line.
+func oddLineOut(data []byte, line int) (odd, before int) {
+	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	if line < 3 || line > len(lines) {
+		return 0, 0
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	blank := func(l string) bool { t := strings.TrimSpace(l); return t == "" || strings.HasPrefix(t, "#") }
+	// The two key lines above line, skipping blanks and comments.
+	var above []int
+	for i := line - 2; i >= 0 && len(above) < 2; i-- {
+		if !blank(lines[i]) {
+			above = append(above, i)
+		}
+	}
+	if len(above) < 2 {
+		return 0, 0
+	}
+	prev, prior, at := lines[above[0]], lines[above[1]], indent(lines[line-1])
+	// prev must hold a whole key: value: a "key:" alone opens a block,
+	// and the deeper line after it is right.
+	k, v, ok := strings.Cut(strings.TrimSpace(prev), ": ")
+	if !ok || k == "" || strings.TrimSpace(v) == "" || strings.HasPrefix(k, "-") {
+		return 0, 0
+	}
+	if fields, _ := yamlFields(reflect.TypeOf(Lab{})); indent(prev) == 0 {
+		if _, top := fields[k]; top {
+			return 0, 0 // a top-level key in the first column is right: the line after is the odd one
+		}
+	}
+	if indent(prev) < at && indent(prior) == at && !strings.HasSuffix(strings.TrimSpace(prior), ":") {
+		return above[0] + 1, above[1] + 1
+	}
+	return 0, 0
 }
 
 // unclosedFlow reports whether the parser's message is about a [ or { that
