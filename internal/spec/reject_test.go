@@ -81,6 +81,9 @@ func TestRejectsOneLine(t *testing.T) {
 		{head + "matrix:\n  arch: [x86_64\n  cpus: [2]\n", 4, "a [ list is not closed"},
 		{head + "config: [common.config\nmatrix:\n  cpus: [2]\n  boots: 3\n", 3, "a [ list is not closed"},
 		{head + "matrix: {arch: [x86_64, cpus: [2]}\n", 3, "a [ list is not closed"},
+		{head + "matrix:\n  arch: [x86_64\n", 4, "a [ list is not closed"},
+		{head + "matrix:\n  numa_layout:\n    distances: [[10, 20], [20, 10]\n  boots: 3\n", 5, "a [ list is not closed"},
+		{head + "console_expect: ['ok [1'\nmatrix:\n  cpus: [2]\n", 3, "a [ list is not closed"},
 		{head + "matrix:\n  arch: {a: 1\n  cpus: [2]\n", 4, "a { is not closed"},
 		{head + "matrix:\n  numa_layout:\n    nodes: [{cpus: 0, memory: 512M}, {cpus: 1\n    distances: [[10, 20], [20, 10]]\n", 5, "a { is not closed"},
 		// A wrongly indented key at that key's line.

@@ -160,6 +160,7 @@ var syntaxRewrites = []struct{ has, say string }{
 	{"',' or ']' must be specified", "a [ list is not closed: write lists as [a, b] on one line, or one \"- item\" per line"},
 	{"could not find flow mapping end token", "a { is not closed: write {key: value, key: value} on one line"},
 	{"',' or '}' must be specified", "a { is not closed: write {key: value, key: value} on one line"},
+	{"sequence end token ']' not found", "a [ list is not closed: write lists as [a, b] on one line, or one \"- item\" per line"},
 	{"could not find end character of double-quoted text", "a \" is not closed: end the quoted text on the same line"},
 	{"could not find end character of single-quoted text", "a ' is not closed: end the quoted text on the same line"},
 	{"mapping value is not allowed in this context", "a second \": \" on one line: put text that holds \": \" in quotes"},
@@ -251,7 +252,7 @@ func oddLineOut(data []byte, line int) (odd, before int) {
 // is never closed.
 func unclosedFlow(msg string) bool {
 	for _, m := range []string{"',' or ']' must be specified", "',' or '}' must be specified",
-		"could not find flow mapping end token", "could not find flow sequence end token"} {
+		"could not find flow mapping end token", "sequence end token ']' not found"} {
 		if strings.Contains(msg, m) {
 			return true
 		}
