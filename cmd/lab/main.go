@@ -334,7 +334,7 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 	var s *series.Series
 	done = func() {}
 	if ser.IsSet() {
-		if s, err = series.Open(ser.V, inv.stdin, ""); err != nil {
+		if s, err = openSeriesFlag(ser.V, inv.stdin); err != nil {
 			return opt, nil, err
 		}
 		done = func() { s.Close() }

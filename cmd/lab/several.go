@@ -40,7 +40,7 @@ func openSeveral(paths []string, stdin io.Reader) (named []run.NamedSeries, done
 			return nil, nil, usagef("--series %s given twice: each series of a run is a kernel of its own", p)
 		}
 		seen[p] = true
-		s, err := series.Open(p, stdin, "")
+		s, err := openSeriesFlag(p, stdin)
 		if err != nil {
 			return nil, nil, err
 		}
