@@ -14,13 +14,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"lab/internal/flagval"
-
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"lab/internal/flagval"
 )
 
 // A lab file is read in three steps, each with its own messages: the text
