@@ -107,7 +107,10 @@ func mustArch(t *testing.T, name string) arch.Arch {
 }
 
 func TestOuterCmdline(t *testing.T) {
-	c := Outer{Arch: mustArch(t, "x86_64"), Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
+	c, err := Outer{Arch: mustArch(t, "x86_64"), Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"root=/dev/root rootfstype=9p rootflags=trans=virtio", " ro ", "console=ttyS0", "init=/out/bin/kvm-smoke"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("cmdline %q lacks %q", c, want)
