@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"lab/internal/arch"
+	"lab/internal/vm"
 )
 
 // Options are one smoke run.
@@ -157,6 +158,7 @@ type prepared struct {
 	stage   staging
 	job     Job
 	jobPath string
+	tscKHz  int64 // the host's TSC rate, for the outer kernel (Outer.TSCkHz)
 }
 
 func prepare(ctx context.Context, o Options) (prepared, error) {
@@ -176,6 +178,9 @@ func prepare(ctx context.Context, o Options) (prepared, error) {
 		return p, err
 	}
 	p = prepared{o: o, arch: a, stage: st, job: o.job(st), jobPath: filepath.Join(st.host, "job.json")}
+	if a.TSCkHzParam != "" {
+		p.tscKHz, _ = vm.HostTSCkHz()
+	}
 	if err := p.writeJob(); err != nil {
 		p.cleanup()
 		return p, err
@@ -226,7 +231,7 @@ func (p prepared) check(ctx context.Context) error {
 func (p prepared) outer(kernel string) Outer {
 	return Outer{Arch: p.arch, QEMU: p.o.QEMU, Kernel: kernel, Init: p.stage.lab(p.o.Self), Job: p.stage.lab(p.jobPath),
 		CPUs: p.o.CPUs, MemoryMiB: p.o.MemoryMiB, Console: filepath.Join(p.o.Out, "console.log"), Root: p.o.RootDir,
-		Shares: sharesOf(p.job.Mounts)}
+		Shares: sharesOf(p.job.Mounts), TSCkHz: p.tscKHz}
 }
 
 // unstage removes the staged programs, which only a boot uses.

@@ -56,6 +56,12 @@ type Outer struct {
 	// when the host can run the guest's programs.
 	Root   string
 	Shares []Share // shares besides the root
+	// TSCkHz is the host's TSC rate, which a TCG guest's TSC runs at, given
+	// to the kernel (Arch.TSCkHzParam) so that it does not calibrate its
+	// TSC against the PIT: on a busy host that failed ("tsc: Unable to
+	// calibrate against PIT"), and in those runs both inner boots hung once
+	// their agent started measuring. 0 when unknown.
+	TSCkHz int64
 }
 
 // Cmdline is the outer kernel's command line. Arguments after "--" go to
@@ -70,13 +76,16 @@ func (o Outer) Cmdline() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the outer guest's job: %w", err)
 	}
-	return strings.Join([]string{
+	words := []string{
 		"console=" + o.Arch.Console, "loglevel=6", "panic=-1",
 		// The host's root, read-only; metadata may be cached, since nothing
 		// inside writes it.
 		"root=" + RootTag, "rootfstype=9p", "rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose", "ro",
-		"init=" + init, "--", GuestFlag, job,
-	}, " "), nil
+	}
+	if o.Arch.TSCkHzParam != "" && o.TSCkHz > 0 {
+		words = append(words, fmt.Sprintf("%s=%d", o.Arch.TSCkHzParam, o.TSCkHz))
+	}
+	return strings.Join(append(words, "init="+init, "--", GuestFlag, job), " "), nil
 }
 
 // kernelWord is s as one word of the kernel's command line: the kernel

@@ -37,6 +37,28 @@ func TestOuterArgsEscapePaths(t *testing.T) {
 	}
 }
 
+// The outer kernel gets the host's TSC rate where the arch has a parameter
+// for it, and does not calibrate its TSC against the PIT.
+func TestOuterCmdlineTSCRate(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		khz  int64
+		want string
+	}{
+		{"x86_64", 2600071, " tsc_early_khz=2600071 "},
+		{"x86_64", 0, ""},
+		{"arm64", 2600071, ""},
+	} {
+		c, err := Outer{Arch: mustArch(t, tc.arch), Init: "/o/bin/kvm-smoke", Job: "/o/bin/job.json", TSCkHz: tc.khz}.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(c, "tsc_early_khz"); got != (tc.want != "") || !strings.Contains(c, tc.want) {
+			t.Errorf("%s at %d kHz: cmdline %q, want %q", tc.arch, tc.khz, c, tc.want)
+		}
+	}
+}
+
 // The probe's line opens what the boot's opens, and boots nothing.
 func TestProbeArgs(t *testing.T) {
 	o := Outer{Arch: mustArch(t, "x86_64"), Root: "/", Init: "/o/bin/kvm-smoke", Job: "/o/bin/job.json", CPUs: 1, MemoryMiB: 1024,
