@@ -25,6 +25,14 @@ func main() {
 		nested.Guest(os.Args[2], os.Stdout)
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == nested.RehearseFlag {
+		// Started by check below, in a mount namespace of its own.
+		if err := nested.Rehearse(os.Args[2], os.Args[3], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "kvm-smoke:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kvm-smoke:", err)
 		os.Exit(1)
@@ -36,6 +44,7 @@ func run() error {
 	root, _ := os.Getwd()
 	o := nested.Options{Root: root, Log: os.Stdout}
 	var inner string
+	var check bool
 	flag.StringVar(&o.Arch, "arch", "x86_64", "the guests' arch: x86_64, or arm64 (needs -root)")
 	flag.StringVar(&o.RootDir, "root", "/", "the outer guest's root, read-only: / when this host runs the arch's programs, else a tree of its Debian packages")
 	flag.StringVar(&o.HostLab, "host-lab", filepath.Join(root, "lab"), "lab's binary for this host (it builds the kernels)")
@@ -50,23 +59,23 @@ func run() error {
 	flag.IntVar(&o.CPUs, "cpus", 2, "the outer guest's vCPUs")
 	flag.IntVar(&o.MemoryMiB, "memory", 3072, "the outer guest's memory, MiB")
 	flag.DurationVar(&o.Timeout, "timeout", 40*time.Minute, "longest the outer guest may run")
+	flag.BoolVar(&check, "check", false, "check only, in seconds: that the outer guest would see what it needs, that QEMU takes its line, and (as root) a rehearsal of its mounts; nothing built or booted")
 	flag.Parse()
 	o.InnerArgs = append([]string{"--arch", o.Arch}, strings.Fields(inner)...)
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program: %w", err)
+	}
 	if o.Self == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
 		o.Self = self
 	}
-	var err error
-	for _, p := range []*string{&o.HostLab, &o.Lab, &o.Cache, &o.Out, &o.Self, &o.RootDir} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return err
-		}
-	}
+	// This program, for the host: it rehearses the guest's mounts.
+	o.Rehearser = self
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if check {
+		return nested.Check(ctx, o)
+	}
 	res, err := nested.Run(ctx, o)
 	if err != nil {
 		return err

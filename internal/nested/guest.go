@@ -25,11 +25,16 @@ const UpMarker = "kvm-smoke: outer guest up"
 // Job is what the outer guest does: the host writes it, the guest's init
 // reads it from a share.
 type Job struct {
-	Shares []Share  `json:"shares"` // mounted at their host paths
-	Env    []string `json:"env"`
-	Dir    string   `json:"dir"` // working folder of the steps
-	Out    string   `json:"out"` // where each step's output and the status go
-	Steps  []Step   `json:"steps"`
+	// Mounts are what init mounts, in order, after the kernel's (see
+	// guestMounts): the shares among them at their host paths.
+	Mounts []Mount `json:"mounts"`
+	// Needs are what the steps use: init checks each before the steps,
+	// and names the ones it cannot use instead of running them.
+	Needs []Need   `json:"needs"`
+	Env   []string `json:"env"`
+	Dir   string   `json:"dir"` // working folder of the steps
+	Out   string   `json:"out"` // where each step's output and the status go
+	Steps []Step   `json:"steps"`
 }
 
 // Step is one command the outer guest runs, its output kept in Out/Name.txt.
@@ -39,6 +44,9 @@ type Step struct {
 	// Timeout bounds the step: the guest powers off in time for the host
 	// to read what it wrote.
 	Timeout time.Duration `json:"timeout_ns"`
+	// Rehearse: the step needs no KVM, so the host's rehearsal of the
+	// guest's mounts runs it too (see Rehearse).
+	Rehearse bool `json:"rehearse,omitempty"`
 }
 
 // Status is what the outer guest did, written to Out/status.json.
@@ -75,15 +83,24 @@ func Guest(jobPath string, console io.Writer) error {
 		st.Uptime = up
 	}
 	fmt.Fprintf(console, "%s after %.1f s (outer kernel's uptime)\n", UpMarker, st.Uptime.Seconds())
-	// Read from the host's root before /tmp is mounted over it.
+	// Read from the guest's root before init mounts anything.
 	job, err := readJob(jobPath)
 	if err != nil {
 		fmt.Fprintf(console, "kvm-smoke: %v\n", err)
 		return err
 	}
-	st.Mounts = append(mountBase(), mountShares(job.Shares)...)
+	st.Mounts = mountAll(job.Mounts, "", guestMount)
 	for _, m := range st.Mounts {
 		fmt.Fprintf(console, "kvm-smoke: mount %s\n", m)
+	}
+	// Early needs were read already: init runs, and it has its job.
+	if err := preflight(job.Needs, "", false); err != nil {
+		st.Problem = err.Error()
+		fmt.Fprintf(console, "kvm-smoke: %v\n", err)
+		if werr := writeStatus(job.Out, st); werr != nil {
+			fmt.Fprintf(console, "kvm-smoke: %v\n", werr)
+		}
+		return err
 	}
 	st.KVM = kernelKVMLines()
 	for _, l := range st.KVM {
@@ -144,52 +161,75 @@ func uptime() (time.Duration, error) {
 	return time.Duration(s * float64(time.Second)), nil
 }
 
-// baseMounts are the file systems the host's read-only root needs on top
-// to run lab and QEMU: /proc and /sys, devices (/dev/kvm), and writable
-// /tmp and /run (QMP sockets, boot folders).
-var baseMounts = []struct{ fstype, target string }{
-	{"proc", "/proc"},
-	{"sysfs", "/sys"},
-	{"devtmpfs", "/dev"},
-	{"tmpfs", "/dev/shm"},
-	{"tmpfs", "/tmp"},
-	{"tmpfs", "/run"},
-}
-
-func mountBase() []string {
+// mountAll mounts each of ms in order, with mount, at its target under
+// prefix (the guest's root: "" in the guest), and says what it did. A
+// mount point on the guest's own file systems (a share under /dev/shm) is
+// made first; on the root it is the host's folder, which exists.
+func mountAll(ms []Mount, prefix string, mount func(m Mount, target string) error) []string {
 	var out []string
-	for _, m := range baseMounts {
-		_ = os.MkdirAll(m.target, 0o755)
-		err := syscall.Mount(m.fstype, m.target, m.fstype, 0, "")
+	for _, m := range ms {
+		target := filepath.Join(prefix, m.Target)
+		_ = os.MkdirAll(target, 0o755)
+		err := mount(m, target)
 		switch {
 		case errors.Is(err, syscall.EBUSY):
-			out = append(out, fmt.Sprintf("%s on %s: already", m.fstype, m.target))
+			out = append(out, fmt.Sprintf("%s: already", m))
 		case err != nil:
-			out = append(out, fmt.Sprintf("%s on %s: %v", m.fstype, m.target, err))
+			out = append(out, fmt.Sprintf("%s: %v", m, err))
 		default:
-			out = append(out, fmt.Sprintf("%s on %s", m.fstype, m.target))
+			out = append(out, m.String())
 		}
 	}
 	return out
 }
 
-func mountShares(shares []Share) []string {
-	var out []string
-	for _, s := range shares {
-		// A share under /tmp needs its mount point in the fresh tmpfs.
-		_ = os.MkdirAll(s.Path, 0o755)
-		var flags uintptr
-		if s.ReadOnly {
-			flags |= syscall.MS_RDONLY
-		}
-		err := syscall.Mount(s.Tag, s.Path, "9p", flags, "trans=virtio,version=9p2000.L,msize=262144")
-		if err != nil {
-			out = append(out, fmt.Sprintf("9p %s on %s: %v", s.Tag, s.Path, err))
+// guestMount mounts m at target in the outer guest.
+func guestMount(m Mount, target string) error {
+	if m.FS != fs9p {
+		return syscall.Mount(m.FS, target, m.FS, 0, "")
+	}
+	var flags uintptr
+	if m.ReadOnly {
+		flags |= syscall.MS_RDONLY
+	}
+	return syscall.Mount(m.Tag, target, "9p", flags, "trans=virtio,version=9p2000.L,msize=262144")
+}
+
+// preflight checks the needs (the early ones when early is set, else the
+// others) at their guest paths under prefix: each exists, and a writable
+// one takes a file. The error names each that fails, with the host path.
+func preflight(needs []Need, prefix string, early bool) error {
+	var errs []error
+	for _, n := range needs {
+		if n.Early != early {
 			continue
 		}
-		out = append(out, fmt.Sprintf("9p %s on %s", s.Tag, s.Path))
+		if err := usable(n, filepath.Join(prefix, n.Guest)); err != nil {
+			name := n.Host
+			if name == "" {
+				name = n.Guest
+			}
+			errs = append(errs, fmt.Errorf("the outer guest cannot use %s (%s): %w", name, n.What, err))
+		}
 	}
-	return out
+	return errors.Join(errs...)
+}
+
+// usable says whether path exists and, for a writable need, takes a file.
+func usable(n Need, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || !n.Writable {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a folder", path)
+	}
+	f, err := os.CreateTemp(path, ".kvm-smoke-probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // kvmLine matches the outer kernel's messages about KVM and SVM.

@@ -79,7 +79,7 @@ func TestStageForeignRoot(t *testing.T) {
 	if got := st.lab(o.Self); got != "/kvm-smoke/kvm-smoke" {
 		t.Errorf("init at %s in the guest", got)
 	}
-	for _, d := range []string{"proc", "sys", "tmp", "run", "c", "src/lab", o.Out} {
+	for _, d := range []string{"proc", "sys", "dev", "c", "src/lab", o.Out} {
 		if fi, err := os.Stat(filepath.Join(o.RootDir, d)); err != nil || !fi.IsDir() {
 			t.Errorf("no mount point %s in the root: %v", d, err)
 		}
@@ -89,11 +89,14 @@ func TestStageForeignRoot(t *testing.T) {
 		t.Errorf("lab host runs %s", job.Steps[0].Args[0])
 	}
 	var src bool
-	for _, s := range job.Shares {
+	for _, s := range sharesOf(job.Mounts) {
 		src = src || (s.Path == "/src/lab" && s.ReadOnly)
 	}
 	if !src {
-		t.Errorf("shares %+v: no read-only checkout", job.Shares)
+		t.Errorf("mounts %+v: no read-only checkout", job.Mounts)
+	}
+	if err := CheckView(o.RootDir, job.Mounts, job.Needs); err != nil {
+		t.Errorf("a root of its own: %v", err)
 	}
 }
 
@@ -107,7 +110,10 @@ func mustArch(t *testing.T, name string) arch.Arch {
 }
 
 func TestOuterCmdline(t *testing.T) {
-	c := Outer{Arch: mustArch(t, "x86_64"), Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
+	c, err := Outer{Arch: mustArch(t, "x86_64"), Init: "/out/bin/kvm-smoke", Job: "/out/job.json"}.Cmdline()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"root=/dev/root rootfstype=9p rootflags=trans=virtio", " ro ", "console=ttyS0", "init=/out/bin/kvm-smoke"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("cmdline %q lacks %q", c, want)
@@ -130,10 +136,21 @@ func TestJobRunsLabUnderKVM(t *testing.T) {
 			t.Errorf("step %s without a timeout: a hang would hold the guest until the host kills it", s.Name)
 		}
 	}
-	if !slices.Equal(names, []string{"lab-host", "lab-run-kvm"}) {
+	if !slices.Equal(names, []string{"lab-plan", "lab-host", "lab-run-kvm"}) {
 		t.Fatalf("steps %v", names)
 	}
-	run := strings.Join(job.Steps[1].Args, " ")
+	// lab plan reads the inner lab's file as the inner run does, and needs
+	// no KVM: the rehearsal on the host runs it too.
+	plan := strings.Join(job.Steps[0].Args, " ")
+	if !job.Steps[0].Rehearse || !strings.HasPrefix(plan, "/out/bin/lab plan labs/x.yaml --cpus 1 --accel kvm --cache /c") {
+		t.Errorf("plan step %q (rehearse %v)", plan, job.Steps[0].Rehearse)
+	}
+	for _, s := range job.Steps[1:] {
+		if s.Rehearse {
+			t.Errorf("step %s rehearsed on the host: it needs KVM", s.Name)
+		}
+	}
+	run := strings.Join(job.Steps[2].Args, " ")
 	for _, want := range []string{"/out/bin/lab run labs/x.yaml --cpus 1", "--accel kvm", "--no-build", "--cache /c", "--results /out/results"} {
 		if !strings.Contains(run, want) {
 			t.Errorf("inner run %q lacks %q", run, want)
@@ -142,11 +159,20 @@ func TestJobRunsLabUnderKVM(t *testing.T) {
 	if job.Dir != "/src/lab" || job.Out != "/out" {
 		t.Errorf("job in %s, out %s", job.Dir, job.Out)
 	}
-	// The cache and the output are writable, at their host paths.
-	for _, s := range job.Shares {
-		if s.ReadOnly || (s.Path != "/c" && s.Path != "/out") {
+	// The checkout is read-only, the cache and the output writable, each
+	// at its host path.
+	want := map[string]bool{"/src/lab": true, "/c": false, "/out": false}
+	for _, s := range sharesOf(job.Mounts) {
+		if ro, ok := want[s.Path]; !ok || ro != s.ReadOnly {
 			t.Errorf("share %+v", s)
 		}
+		delete(want, s.Path)
+	}
+	if len(want) > 0 {
+		t.Errorf("no share of %v", want)
+	}
+	if !slices.Contains(job.Env, "TMPDIR="+ScratchDir) {
+		t.Errorf("env %v: TMPDIR is not the scratch space", job.Env)
 	}
 	// What the host writes, the guest reads.
 	data, err := json.Marshal(job)
@@ -156,7 +182,7 @@ func TestJobRunsLabUnderKVM(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "job.json")
 	os.WriteFile(path, data, 0o644)
 	back, err := readJob(path)
-	if err != nil || back.Steps[1].Timeout != time.Hour {
+	if err != nil || back.Steps[2].Timeout != time.Hour {
 		t.Errorf("read back %+v, %v", back, err)
 	}
 }

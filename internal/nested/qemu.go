@@ -13,6 +13,7 @@ type Share struct {
 	Tag      string `json:"tag"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"read_only"`
+	Why      string `json:"why,omitempty"` // what the guest needs it for, for messages
 }
 
 // RootTag is the 9p tag of the host's root file system: the kernel mounts
@@ -55,19 +56,56 @@ type Outer struct {
 	// when the host can run the guest's programs.
 	Root   string
 	Shares []Share // shares besides the root
+	// TSCkHz is the host's TSC rate, which a TCG guest's TSC runs at, given
+	// to the kernel (Arch.TSCkHzParam) so that it does not calibrate its
+	// TSC against the PIT: on a busy host that failed ("tsc: Unable to
+	// calibrate against PIT"), and in those runs both inner boots hung once
+	// their agent started measuring. 0 when unknown.
+	TSCkHz int64
 }
 
 // Cmdline is the outer kernel's command line. Arguments after "--" go to
-// init.
-func (o Outer) Cmdline() string {
-	return strings.Join([]string{
+// init. Init and its job are paths of the host's (the output folder), which
+// may hold spaces: those are quoted (see kernelWord).
+func (o Outer) Cmdline() (string, error) {
+	init, err := kernelWord(o.Init)
+	if err != nil {
+		return "", fmt.Errorf("the outer guest's init: %w", err)
+	}
+	job, err := kernelWord(o.Job)
+	if err != nil {
+		return "", fmt.Errorf("the outer guest's job: %w", err)
+	}
+	words := []string{
 		"console=" + o.Arch.Console, "loglevel=6", "panic=-1",
 		// The host's root, read-only; metadata may be cached, since nothing
 		// inside writes it.
 		"root=" + RootTag, "rootfstype=9p", "rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose", "ro",
-		"init=" + o.Init, "--", GuestFlag, o.Job,
-	}, " ")
+	}
+	if o.Arch.TSCkHzParam != "" && o.TSCkHz > 0 {
+		words = append(words, fmt.Sprintf("%s=%d", o.Arch.TSCkHzParam, o.TSCkHz))
+	}
+	return strings.Join(append(words, "init="+init, "--", GuestFlag, job), " "), nil
 }
+
+// kernelWord is s as one word of the kernel's command line: the kernel
+// splits it at spaces outside double quotes and drops the quotes
+// (lib/cmdline.c's next_arg), so a word with a space is quoted. A double
+// quote or a newline it cannot carry at all.
+func kernelWord(s string) (string, error) {
+	if strings.ContainsAny(s, "\"\n") {
+		return "", fmt.Errorf("%q: the kernel's command line cannot carry a double quote or a newline", s)
+	}
+	if strings.ContainsAny(s, " \t") {
+		return `"` + s + `"`, nil
+	}
+	return s, nil
+}
+
+// qemuValue is s as the value of an option of QEMU's -fsdev, -device or
+// -chardev, whose options are separated by commas: QEMU reads a doubled
+// comma as one comma of the value.
+func qemuValue(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // Args is QEMU's command line (without the binary).
 func (o Outer) Args() ([]string, error) {
@@ -78,14 +116,18 @@ func (o Outer) Args() ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("no outer guest for %q (known: x86_64, arm64)", o.Arch.Name)
 	}
+	cmdline, err := o.Cmdline()
+	if err != nil {
+		return nil, err
+	}
 	args := append(append([]string{}, m.args...),
 		"-accel", "tcg,thread=multi",
 		"-smp", fmt.Sprint(o.CPUs),
 		"-m", fmt.Sprintf("%dM", o.MemoryMiB),
 		"-kernel", o.Kernel,
-		"-append", o.Cmdline(),
+		"-append", cmdline,
 		"-nodefaults", "-display", "none", "-no-reboot", "-nic", "none",
-		"-chardev", "file,id=con,path="+o.Console,
+		"-chardev", "file,id=con,path="+qemuValue(o.Console),
 		"-serial", "chardev:con",
 	)
 	root := Share{Tag: RootTag, Path: o.Root, ReadOnly: true}
@@ -93,11 +135,32 @@ func (o Outer) Args() ([]string, error) {
 		id := fmt.Sprintf("fs%d", i)
 		// multidevs=remap: the host's root spans several file systems
 		// (/proc, /sys, tmpfs), whose inode numbers would collide.
-		fsdev := fmt.Sprintf("local,id=%s,path=%s,security_model=none,multidevs=remap", id, s.Path)
+		fsdev := fmt.Sprintf("local,id=%s,path=%s,security_model=none,multidevs=remap", id, qemuValue(s.Path))
 		if s.ReadOnly {
 			fsdev += ",readonly=on"
 		}
 		args = append(args, "-fsdev", fsdev, "-device", fmt.Sprintf("%s,fsdev=%s,mount_tag=%s", m.ninep, id, s.Tag))
 	}
 	return args, nil
+}
+
+// ProbeArgs is QEMU's command line for a check that boots nothing: without
+// the kernel, paused before the first instruction (-S), and with QMP on
+// standard input to quit it. QEMU still opens every share's folder and the
+// console, so it refuses a path it cannot open or that its option syntax
+// mangles.
+func (o Outer) ProbeArgs() ([]string, error) {
+	args, err := o.Args()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-kernel" || args[i] == "-append" {
+			i++ // and its value
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return append(out, "-S", "-qmp", "stdio"), nil
 }

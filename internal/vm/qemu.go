@@ -164,14 +164,14 @@ func (c Config) Args() ([]string, error) {
 		// The guest runs a kernel built from someone else's patches: QEMU
 		// runs with its seccomp filter, as libvirt runs it.
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-		"-chardev", "file,id=con,path="+c.ConsoleLog(),
+		"-chardev", "file,id=con,path="+optValue(c.ConsoleLog()),
 		"-serial", "chardev:con",
 		// The agent's results travel on their own port: console noise (a
 		// WARNING in the middle of a line) cannot corrupt them.
 		"-device", m.ResultsBus+",id=vser",
-		"-chardev", "file,id=res,path="+c.ResultsPath(),
+		"-chardev", "file,id=res,path="+optValue(c.ResultsPath()),
 		"-device", "virtserialport,bus=vser.0,chardev=res,name="+protocol.PortName,
-		"-qmp", "unix:"+c.QMPPath+",server=on,wait=off",
+		"-qmp", "unix:"+optValue(c.QMPPath)+",server=on,wait=off",
 	)
 	return args, nil
 }
@@ -205,6 +205,11 @@ func ICountFixes(m arch.Machine) []Fix {
 
 // ICountRTCBase is the date an icount guest's clock starts at.
 const ICountRTCBase = "2024-01-01T00:00:00"
+
+// optValue is a path as the value of a QEMU option list (-chardev, -qmp),
+// whose options are separated by commas: QEMU reads a doubled comma as one.
+// The run folder is in the user's checkout, whose path may hold one.
+func optValue(path string) string { return strings.ReplaceAll(path, ",", ",,") }
 
 // tscRateGiven says the guest gets its TSC rate on the command line (TCG
 // under the wall clock, where the guest's TSC is the host's and lab knows

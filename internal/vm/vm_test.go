@@ -95,6 +95,13 @@ func TestArgs(t *testing.T) {
 			return c
 		}(), []string{"-M q35,sata=off,smbus=off,i8042=off,vmport=off", "-global ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off", "-cpu max", "-device virtio-serial-pci,id=vser"},
 			[]string{"microvm"}, ""},
+		// A comma in a path ends QEMU's option unless doubled.
+		{"a comma in the run folder", func() Config {
+			c := base(x86, 2, tcg, results.ClockWall)
+			c.Dir, c.QMPPath = "/r/a,b/boot1", "/t/a,b/q.sock"
+			return c
+		}(), []string{"-chardev file,id=con,path=/r/a,,b/boot1/console.log", "-chardev file,id=res,path=/r/a,,b/boot1/results.jsonl",
+			"-qmp unix:/t/a,,b/q.sock,server=on,wait=off"}, nil, ""},
 		{"arm64 tcg", base(arm, 4, tcg, results.ClockWall),
 			[]string{"-M virt,gic-version=3", "-cpu max,pauth-impdef=on", "-smp 4,sockets=1,cores=4,threads=1", "-device virtio-serial-device,id=vser"},
 			[]string{"virtio-serial-pci"}, ""},
