@@ -198,7 +198,7 @@ func (t *Tree) untar(ctx context.Context, tarball string) error {
 	complete := ""
 	in := bufio.NewScanner(names)
 	for in.Scan() {
-		if complete != "" {
+		if complete != "" && !placeholder(filepath.Join(t.Dir, complete)) {
 			// An error means git stopped: the git add after this
 			// stores what it missed.
 			io.WriteString(paths, complete+"\x00")
@@ -215,6 +215,16 @@ func (t *Tree) untar(ctx context.Context, tarball string) error {
 		io.WriteString(paths, complete+"\x00")
 	}
 	return nil
+}
+
+// placeholder says whether path is GNU tar's stand-in for a symlink it
+// creates only at the end (one whose target has ".."): an empty file with
+// no permissions. git must not read it: tar replaces it while git may be
+// opening it, and git update-index then stops and indexes nothing. The git
+// add after the import stores the symlink.
+func placeholder(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() == 0 && fi.Size() == 0
 }
 
 func prepareGit(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {

@@ -63,9 +63,12 @@ func TestImportIsGitAddOfTheFiles(t *testing.T) {
 			if err := bare.untar(context.Background(), tarball); err != nil {
 				t.Fatal(err)
 			}
+			// The symlink whose target has ".." is created by tar only at
+			// the end, over a placeholder git must not read: it is stored
+			// by the git add that follows, unless it was the last member.
 			indexed, _ := bare.git.Output(context.Background(), "ls-files", "-z")
-			if n := strings.Count(indexed, "\x00"); n != len(files)+2 {
-				t.Errorf("untar indexed %d files, want %d: %q", n, len(files)+2, indexed)
+			if n := strings.Count(indexed, "\x00"); n != len(files)+2 && (n != len(files)+1 || strings.Contains(indexed, "scripts/deep.h")) {
+				t.Errorf("untar indexed %d files, want %d (or all but the late symlink): %q", n, len(files)+2, indexed)
 			}
 
 			tree, err := Prepare(context.Background(), Origin{Tarball: tarball}, t.TempDir(), t.Logf)
