@@ -21,7 +21,7 @@ const (
 // puts QMP sockets there), a tmpfs. It is inside the guest's own /dev, which
 // already hides the host's /dev, so it hides nothing more of the host: a
 // tmpfs over /tmp, /run or /dev/shm of the host's root hid any checkout
-// below them (issue 42).
+// below them.
 const ScratchDir = "/dev/shm"
 
 // Mount is one file system of the outer guest, at a path of the guest.

@@ -89,10 +89,9 @@ func ICountEndsDiffer(changePct, floorPct float64) bool {
 }
 
 // EndShare is the part of the ends' change within which an icount step is
-// judged like an end. Under icount the uprobe rows of one kernel take one
-// of two levels about 0.06 % apart from boot to boot, beyond the controls'
-// floor (seen in TestParallelICountAgreesWithSerial), and a kernel that
-// differs only in a string in init/main.c measured 0.06 % off its parent.
+// judged like an end. Under icount a kernel that differs from its parent
+// only in a string in init/main.c draws another random stream, which can
+// put its uprobe rows 0.06 % off the parent's (docs/validation.md).
 // A step 0.06 % of an 18 % change away from the bad end is the bad end, not
 // a step that is "neither"; one 10-90 % of the way is neither.
 const EndShare = 0.1
