@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 
@@ -16,15 +15,6 @@ import (
 	"lab/internal/arch"
 	"lab/internal/benchmark"
 )
-
-func getpgid() { unix.Getpgid(0) }
-
-// flock on an fd that is never open: the syscall fails fast with EBADF after
-// its entry, which is what the objpool series' flock loop measured.
-func flock() { unix.Flock(0x7878, 0x8787) }
-
-// syscalls are the kernel loops of the benchmark table.
-var syscalls = map[string]func(){benchmark.LoopGetpgid: getpgid, benchmark.LoopFlock: flock}
 
 // runBenchmark runs one benchmark at p producers and never panics: a
 // failure becomes the result's Error, a kernel that cannot run it its
@@ -57,7 +47,7 @@ func (u unsupported) Error() string { return u.why }
 // producers call, and for kernel probes the symbol they attach to.
 type plan struct {
 	bench  benchmark.Benchmark
-	loop   func()
+	loop   string
 	target targets.Target // uprobe kinds
 	symbol string         // kprobe kinds: the syscall's entry
 }
@@ -74,16 +64,19 @@ func planFor(name string) (plan, error) {
 	if why := b.UnsupportedOn(a.Name); why != "" {
 		return plan{}, unsupported{why}
 	}
-	pl := plan{bench: b}
-	if fn, ok := syscalls[b.Loop]; ok {
-		pl.loop, pl.symbol = fn, a.Syscall(b.Loop)
+	if _, ok := targets.LoopIndex(b.Loop); !ok {
+		return plan{}, unsupported{fmt.Sprintf("the producer program has no %s loop", b.Loop)}
+	}
+	pl := plan{bench: b, loop: b.Loop}
+	if benchmark.SyscallLoop(b.Loop) {
+		pl.symbol = a.Syscall(b.Loop)
 		return pl, nil
 	}
 	t, ok := targets.Lookup(b.Loop)
 	if !ok {
 		return plan{}, unsupported{fmt.Sprintf("no %s target on %s", b.Loop, runtime.GOARCH)}
 	}
-	pl.loop, pl.target = t.Call, t
+	pl.target = t
 	return pl, nil
 }
 
@@ -121,18 +114,15 @@ func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job
 }
 
 func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job protocol.Job) error {
-	// Not os.Executable: it reads /proc/self/exe when the program starts,
-	// and as /init the agent starts before /proc is mounted.
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return err
+	if err := writeProducer(); err != nil {
+		return fmt.Errorf("write the producer program: %w", err)
 	}
-	loc, err := targets.Locate(exe, t)
+	loc, err := targets.Locate(producerFile, runtime.GOARCH, t)
 	if err != nil {
 		return err
 	}
 	res.Attach = kind + " " + loc.String()
-	ex, err := link.OpenExecutable(exe)
+	ex, err := link.OpenExecutable(producerFile)
 	if err != nil {
 		return err
 	}
@@ -140,12 +130,12 @@ func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job
 	if strings.HasSuffix(kind, "-multi") {
 		attachType = ebpf.AttachTraceUprobeMulti
 	}
-	return probeBench(res, p, job, t.Call, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+	return probeBench(res, p, job, t.Name, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
 		switch kind {
 		case "uprobe":
-			l, err = ex.Uprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
+			l, err = ex.Uprobe(t.Name, prog, &link.UprobeOptions{Address: loc.Offset})
 		case "uretprobe":
-			l, err = ex.Uretprobe(t.Symbol, prog, &link.UprobeOptions{Address: loc.Offset})
+			l, err = ex.Uretprobe(t.Name, prog, &link.UprobeOptions{Address: loc.Offset})
 		case "uprobe-multi":
 			l, err = ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{Addresses: []uint64{loc.Offset}})
 		case "uretprobe-multi":
@@ -158,13 +148,13 @@ func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job
 	})
 }
 
-func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.Job, fn func()) error {
+func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.Job, loop string) error {
 	res.Attach = kind + " " + symbol
 	attachType := ebpf.AttachNone
 	if strings.HasSuffix(kind, "-multi") {
 		attachType = ebpf.AttachTraceKprobeMulti
 	}
-	return probeBench(res, p, job, fn, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+	return probeBench(res, p, job, loop, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
 		switch kind {
 		case "kprobe":
 			l, err = link.Kprobe(symbol, prog, nil)
@@ -185,10 +175,10 @@ func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.
 	})
 }
 
-// probeBench measures fn's loop without the probe, then with a counting
+// probeBench measures the loop without the probe, then with a counting
 // BPF program attached by attach.
-func probeBench(res *protocol.Result, p int, job protocol.Job, fn func(), attachType ebpf.AttachType, attach func(*ebpf.Program) (link.Link, error)) error {
-	pf, err := probeFree(p, job, fn)
+func probeBench(res *protocol.Result, p int, job protocol.Job, loop string, attachType ebpf.AttachType, attach func(*ebpf.Program) (link.Link, error)) error {
+	pf, err := probeFree(p, job, loop)
 	if err != nil {
 		return err
 	}
@@ -204,5 +194,5 @@ func probeBench(res *protocol.Result, p int, job protocol.Job, fn func(), attach
 		return err
 	}
 	defer l.Close()
-	return measure(res, p, job, func() (uint64, error) { return readHits(m) }, fn)
+	return measure(res, p, job, func() (uint64, error) { return readHits(m) }, loop)
 }

@@ -28,7 +28,7 @@ func TestAgentRunsTheWholeTable(t *testing.T) {
 			t.Errorf("%s: %v", b.Name, err)
 			continue
 		}
-		if pl.loop == nil {
+		if pl.loop == "" {
 			t.Errorf("%s: no loop", b.Name)
 		}
 		if _, ok := run[b.Kind]; !ok {

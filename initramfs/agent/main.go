@@ -223,7 +223,7 @@ func openPort() (*os.File, error) {
 }
 
 func hello(start float64) *protocol.Hello {
-	h := &protocol.Hello{UptimeS: start}
+	h := &protocol.Hello{Method: protocol.Method, UptimeS: start}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Release = unix.ByteSliceToString(u.Release[:])

@@ -3,131 +3,167 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"lab/initramfs/protocol"
 )
 
-// batch is how many calls a producer makes between two counter updates: the
-// counting must never become the bottleneck.
-const batch = 64
-
-// counter is one producer's call count, alone on its cache lines.
-type counter struct {
-	n atomic.Uint64
-	_ [120]byte
+// reading is what the producers had done at one instant.
+type reading struct {
+	atNS  int64 // CLOCK_MONOTONIC
+	hits  uint64
+	calls uint64
+	cpuNS int64
 }
 
-// producers runs p goroutines calling fn in a tight loop, each on its own
-// OS thread, pinned to CPU i when asked, until stop is closed.
-type producers struct {
-	counts []counter
-	stop   atomic.Bool
-	wg     sync.WaitGroup
-	errs   chan error
-}
-
-func startProducers(p int, affinity bool, fn func()) *producers {
-	pr := &producers{counts: make([]counter, p), errs: make(chan error, p)}
-	for i := 0; i < p; i++ {
-		pr.wg.Add(1)
-		go func(cpu int) {
-			defer pr.wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			if affinity {
-				var set unix.CPUSet
-				set.Set(cpu)
-				if err := unix.SchedSetaffinity(0, &set); err != nil {
-					pr.errs <- fmt.Errorf("pin producer to CPU %d: %w", cpu, err)
-					return
-				}
-			}
-			c := &pr.counts[cpu]
-			for !pr.stop.Load() {
-				for j := 0; j < batch; j++ {
-					fn()
-				}
-				c.n.Add(batch)
-			}
-		}(i)
+// sampler runs f on a thread of its own at real-time priority. Its wake-up
+// then preempts the producers at once, and nothing they or other tasks do
+// lands inside a reading: with an ordinary thread the scheduler let a
+// producer finish its slice first, and the interval depended on the tick's
+// phase (0.01 % of a second under icount).
+func sampler(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0); err != nil {
+		return fmt.Errorf("make the sampling thread real-time: %w", err)
 	}
-	return pr
+	defer unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL}, 0)
+	return f()
 }
 
-func (pr *producers) calls() uint64 {
-	var sum uint64
-	for i := range pr.counts {
-		sum += pr.counts[i].n.Load()
+func monotonicNS() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// sleepUntil sleeps the calling thread itself (not a goroutine the Go
+// runtime would wake from another thread) until the monotonic clock reads
+// ns.
+func sleepUntil(ns int64) error {
+	ts := unix.NsecToTimespec(ns)
+	for {
+		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
+		if err != unix.EINTR {
+			return err
+		}
 	}
-	return sum
 }
 
-func (pr *producers) halt() {
-	pr.stop.Store(true)
-	pr.wg.Wait()
+// settle idles the guest for the job's SettleMS so that the deferred work
+// of what ran before (RCU grace periods and callbacks after a probe was
+// detached, work queued as the previous producers exited) completes
+// before anything is measured, not inside a measured second at a moment
+// the guest's random stream decides. Under icount an idle second costs the
+// host almost nothing: QEMU skips to the next timer.
+func settle(job protocol.Job) error {
+	if job.SettleMS <= 0 {
+		return nil
+	}
+	return sleepUntil(monotonicNS() + int64(job.SettleMS)*1e6)
+}
+
+// read takes a reading: hits (the producers' calls when hits is nil),
+// calls and CPU time.
+func (pr *producers) read(hits func() (uint64, error)) (reading, error) {
+	r := reading{atNS: monotonicNS()}
+	var err error
+	if hits == nil {
+		r.hits = pr.calls()
+	} else if r.hits, err = hits(); err != nil {
+		return r, err
+	}
+	r.calls = pr.calls()
+	r.cpuNS, err = pr.cpuNS()
+	return r, err
+}
+
+// sample is the interval from a to b.
+func sample(a, b reading) protocol.Sample {
+	iv := b.atNS - a.atNS
+	return protocol.Sample{IntervalNS: iv, Hits: b.hits - a.hits, Calls: b.calls - a.calls,
+		Rate: float64(b.hits-a.hits) / (float64(iv) / 1e9), ProducerNS: b.cpuNS - a.cpuNS}
 }
 
 // measure runs p producers and samples once a second, timing each interval,
 // as the kernel's bench does. hits counts what the benchmark measures (probe
 // hits); nil means the producers' own calls.
-func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64, error), fn func()) error {
-	pr := startProducers(p, job.Affinity, fn)
-	defer pr.halt()
-	count := func() (uint64, error) {
-		if hits == nil {
-			return pr.calls(), nil
-		}
-		return hits()
+func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64, error), loop string) error {
+	if err := settle(job); err != nil {
+		return err
 	}
-	prevHits, err := count()
+	pr, err := startProducers(p, job.Affinity, loop)
 	if err != nil {
 		return err
 	}
-	prevCalls, last := pr.calls(), time.Now()
-	for i := 0; i < job.WarmupS+job.DurationS; i++ {
-		time.Sleep(time.Until(last.Add(time.Second)))
+	defer pr.halt()
+	return sampler(func() error {
+		prev, err := pr.read(hits)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < job.WarmupS+job.DurationS; i++ {
+			if err := sleepUntil(prev.atNS + 1e9); err != nil {
+				return err
+			}
+			select {
+			case err := <-pr.errs:
+				return err
+			default:
+			}
+			r, err := pr.read(hits)
+			if err != nil {
+				return err
+			}
+			if i < job.WarmupS {
+				res.Warmup = append(res.Warmup, sample(prev, r))
+			} else {
+				res.Samples = append(res.Samples, sample(prev, r))
+			}
+			prev = r
+		}
+		return nil
+	})
+}
+
+// probeFree measures the benchmark's loop before the probe is attached: one
+// second after a short warm-up, so a table can show the probe's own cost.
+func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
+	if err := settle(job); err != nil {
+		return nil, err
+	}
+	pr, err := startProducers(p, job.Affinity, loop)
+	if err != nil {
+		return nil, err
+	}
+	defer pr.halt()
+	var s protocol.Sample
+	err = sampler(func() error {
+		if err := sleepUntil(monotonicNS() + 200e6); err != nil {
+			return err
+		}
+		a, err := pr.read(nil)
+		if err != nil {
+			return err
+		}
+		if err := sleepUntil(a.atNS + 1e9); err != nil {
+			return err
+		}
+		b, err := pr.read(nil)
+		if err != nil {
+			return err
+		}
 		select {
 		case err := <-pr.errs:
 			return err
 		default:
 		}
-		now := time.Now()
-		h, err := count()
-		if err != nil {
-			return err
-		}
-		c := pr.calls()
-		iv := now.Sub(last)
-		s := protocol.Sample{IntervalNS: iv.Nanoseconds(), Hits: h - prevHits, Calls: c - prevCalls, Rate: float64(h-prevHits) / iv.Seconds()}
-		if i < job.WarmupS {
-			res.Warmup = append(res.Warmup, s)
-		} else {
-			res.Samples = append(res.Samples, s)
-		}
-		prevHits, prevCalls, last = h, c, now
-	}
-	return nil
-}
-
-// probeFree measures the benchmark's loop before the probe is attached: one
-// second after a short warm-up, so a table can show the probe's own cost.
-func probeFree(p int, job protocol.Job, fn func()) (*protocol.Sample, error) {
-	pr := startProducers(p, job.Affinity, fn)
-	defer pr.halt()
-	time.Sleep(200 * time.Millisecond)
-	c0, t0 := pr.calls(), time.Now()
-	time.Sleep(time.Second)
-	c1, t1 := pr.calls(), time.Now()
-	select {
-	case err := <-pr.errs:
+		s = sample(a, b)
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	default:
 	}
-	iv := t1.Sub(t0)
-	return &protocol.Sample{IntervalNS: iv.Nanoseconds(), Hits: c1 - c0, Calls: c1 - c0, Rate: float64(c1-c0) / iv.Seconds()}, nil
+	return &s, nil
 }

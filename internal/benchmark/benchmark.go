@@ -27,8 +27,8 @@ const (
 )
 
 // Loops: what each producer calls in its tight loop. nop, push and ret are
-// the user-space targets of initramfs/targets (their first instruction is
-// the one named); getpgid and flock are syscalls.
+// functions of the producer program in initramfs/targets (their first
+// instruction is the one named); getpgid and flock are syscalls.
 const (
 	LoopNop     = "nop"
 	LoopPush    = "push"
@@ -36,6 +36,10 @@ const (
 	LoopGetpgid = "getpgid"
 	LoopFlock   = "flock"
 )
+
+// SyscallLoop reports whether loop is a syscall, whose entry kernel probes
+// attach to, rather than a user-space target.
+func SyscallLoop(loop string) bool { return loop == LoopGetpgid || loop == LoopFlock }
 
 // Benchmark is one row of the table.
 type Benchmark struct {

@@ -254,7 +254,7 @@ func checkRun(t *testing.T, res *results.Run, dir, archName string) {
 					t.Errorf("boot %d %s p=%d: sample %+v", b.Index, r.Benchmark, r.Producers, s)
 				}
 			}
-			if r.Benchmark == "uprobe-nop" && !strings.Contains(r.Attach, "targets.Nop.abi0") {
+			if r.Benchmark == "uprobe-nop" && !strings.Contains(r.Attach, "/lab-producer:nop+0") {
 				t.Errorf("attach point not recorded: %q", r.Attach)
 			}
 		}
