@@ -61,6 +61,9 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		if b.Failure != nil {
 			hb.Failure = b.Failure.Kind
 		}
+		if b.Hello != nil {
+			hb.Method = b.Hello.Method
+		}
 		for _, res := range b.Results {
 			if rate := protocol.Rate(res.Samples); res.OK() && rate > 0 {
 				hb.Figures = append(hb.Figures, Figure{Benchmark: res.Benchmark, Tool: res.Tool, Producers: res.Producers, Metric: MetricRate, Value: rate})
@@ -105,7 +108,7 @@ func bisectCulprit(r *results.Run, h *Run) (Culprit, bool) {
 				continue
 			}
 			k := SeriesKey{Lab: h.Lab, Variant: LineVariant(h.Kind, b.Variant), Benchmark: f.Benchmark, Tool: f.Tool, Producers: f.Producers, Metric: f.Metric,
-				Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostClass: b.Host.Class()}
+				Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostClass: b.Host.Class(), Method: b.Method}
 			return Culprit{Lab: h.Lab, Series: k.String(), Good: good.Commit, Bad: bad.Commit, Culprit: bi.CulpritCommit(),
 				Outcome: bi.Outcome, BisectRun: r.RunID, Added: r.Started}, true
 		}

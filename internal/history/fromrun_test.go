@@ -194,6 +194,21 @@ func TestFromRunFields(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a boot keeps the method its agent named, and none when it named none", func(t *testing.T) {
+		r := examples(t)["uprobe-lazy-buffer/bisect-x86_64-1cpu-icount"]
+		if r == nil || len(r.Boots) < 2 {
+			t.Fatal("the bisect example is missing")
+		}
+		r.Boots[0].Hello = &protocol.Hello{Method: protocol.Method}
+		r.Boots[1].Hello = nil
+		h, err := FromRun(r, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Boots[0].Method != protocol.Method || h.Boots[1].Method != "" {
+			t.Errorf("methods %q and %q", h.Boots[0].Method, h.Boots[1].Method)
+		}
+	})
 	t.Run("a boot without samples has no digest", func(t *testing.T) {
 		if d := digest(results.Boot{Results: []protocol.Result{{Benchmark: "x", Error: "no"}}}); d != "" {
 			t.Errorf("digest %q", d)

@@ -96,7 +96,10 @@ type Boot struct {
 	Accel       string // kvm or tcg
 	Host        Host
 	Failure     string // the failure kind; "" when the boot delivered
-	Figures     []Figure
+	// Method is how the agent measured (protocol.Method); "" for agents
+	// that did not say. Figures of two methods never share a series.
+	Method  string
+	Figures []Figure
 }
 
 // Host is the fingerprint of the machine a boot ran on.
@@ -151,6 +154,7 @@ type SeriesKey struct {
 	Clock     string
 	Accel     string
 	HostClass string
+	Method    string // the agent's measuring method; "" before agents named it
 }
 
 // LineVariant is the variant of the line a boot's figure belongs to: a
@@ -172,7 +176,11 @@ func (k SeriesKey) String() string {
 	if k.Variant != "" {
 		s += " " + k.Variant
 	}
-	return s + fmt.Sprintf(" · %s %d vCPUs %s · %s %s · %s", k.Arch, k.CPUs, k.Topology, k.Accel, k.Clock, k.HostClass)
+	s += fmt.Sprintf(" · %s %d vCPUs %s · %s %s · %s", k.Arch, k.CPUs, k.Topology, k.Accel, k.Clock, k.HostClass)
+	if k.Method != "" {
+		s += " · " + k.Method
+	}
+	return s
 }
 
 // Check says which required fields a series key lacks: a series without

@@ -81,6 +81,9 @@ var migrations = []migration{
 			seq BIGINT NOT NULL)`,
 	}},
 	{"culprits", []string{culpritsTable}},
+	// The agent's measuring method: figures of two methods are not one
+	// line. Boots from before it was recorded keep "".
+	{"boots' measuring method", []string{`ALTER TABLE boots ADD COLUMN method TEXT NOT NULL DEFAULT ''`}},
 }
 
 // labTables are the tables the migrations make, besides schema_version.

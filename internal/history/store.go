@@ -214,8 +214,8 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 	}
 	insBoot, err := tx.PrepareContext(ctx, q(`INSERT INTO boots (run, boot_index, digest, variant, commit_id,
 		kernel_key, image_sha256, arch, cpus, topology, clock, accel,
-		host_name, host_cpu_model, host_cpus, host_kernel, qemu_version, host_class, failure)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`))
+		host_name, host_cpu_model, host_cpus, host_kernel, qemu_version, host_class, failure, method)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`))
 	if err != nil {
 		return 0, err
 	}
@@ -236,7 +236,7 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 		var boot int64
 		err := insBoot.QueryRowContext(ctx, run, b.Index, sql.NullString{String: b.Digest, Valid: b.Digest != ""},
 			b.Variant, b.Commit, b.KernelKey, b.ImageSHA256, b.Arch, b.CPUs, b.Topology, b.Clock, b.Accel,
-			b.Host.Name, b.Host.CPUModel, b.Host.CPUs, b.Host.Kernel, b.Host.QEMUVersion, b.Host.Class(), b.Failure).Scan(&boot)
+			b.Host.Name, b.Host.CPUModel, b.Host.CPUs, b.Host.Kernel, b.Host.QEMUVersion, b.Host.Class(), b.Failure, b.Method).Scan(&boot)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // stored already, under this run or (its digest) another
 		}
@@ -291,7 +291,7 @@ func sameRun(ctx context.Context, tx *sql.Tx, q func(string) string, r *Run) (in
 // every lab. Failed boots make no series.
 func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error) {
 	stmt := `SELECT DISTINCT r.lab, b.variant, f.benchmark, f.tool, f.producers, f.metric,
-		b.arch, b.cpus, b.topology, b.clock, b.accel, b.host_class
+		b.arch, b.cpus, b.topology, b.clock, b.accel, b.host_class, b.method
 		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
 		WHERE b.failure = ''`
 	var args []any
@@ -308,7 +308,7 @@ func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error)
 	for rows.Next() {
 		var k SeriesKey
 		if err := rows.Scan(&k.Lab, &k.Variant, &k.Benchmark, &k.Tool, &k.Producers, &k.Metric,
-			&k.Arch, &k.CPUs, &k.Topology, &k.Clock, &k.Accel, &k.HostClass); err != nil {
+			&k.Arch, &k.CPUs, &k.Topology, &k.Clock, &k.Accel, &k.HostClass, &k.Method); err != nil {
 			return nil, s.explain(err)
 		}
 		keys = append(keys, k)
@@ -322,7 +322,8 @@ func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error)
 		return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Benchmark, b.Benchmark), cmp.Compare(a.Tool, b.Tool),
 			cmp.Compare(a.Producers, b.Producers), cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Variant, b.Variant),
 			cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.Topology, b.Topology),
-			cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel), cmp.Compare(a.HostClass, b.HostClass))
+			cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel), cmp.Compare(a.HostClass, b.HostClass),
+			cmp.Compare(a.Method, b.Method))
 	})
 	return keys, nil
 }
@@ -340,9 +341,9 @@ func (s *Store) Points(ctx context.Context, k SeriesKey) ([]Point, error) {
 		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
 		LEFT JOIN commits c ON c.commit_id = b.commit_id
 		WHERE b.failure = '' AND r.lab = ? AND b.variant = ? AND f.benchmark = ? AND f.tool = ? AND f.producers = ?
-		AND f.metric = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ? AND b.clock = ? AND b.accel = ? AND b.host_class = ?`
+		AND f.metric = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ? AND b.clock = ? AND b.accel = ? AND b.host_class = ? AND b.method = ?`
 	rows, err := s.db.QueryContext(ctx, s.d.q(stmt), k.Lab, k.Variant, k.Benchmark, k.Tool, k.Producers,
-		k.Metric, k.Arch, k.CPUs, k.Topology, k.Clock, k.Accel, k.HostClass)
+		k.Metric, k.Arch, k.CPUs, k.Topology, k.Clock, k.Accel, k.HostClass, k.Method)
 	if err != nil {
 		return nil, s.explain(err)
 	}

@@ -389,7 +389,7 @@ var storeCases = []struct {
 			}
 		}
 	}},
-	{"clocks, host classes, shapes and accelerators never share a series", func(t *testing.T, d driver) {
+	{"clocks, host classes, shapes, accelerators and measuring methods never share a series", func(t *testing.T, d driver) {
 		s := mustOpen(t, d.new(t))
 		r := fakeRun("lab", "r1", 0)
 		vary := []func(*Boot){
@@ -401,6 +401,7 @@ var storeCases = []struct {
 			func(b *Boot) { b.Accel = "kvm" },
 			func(b *Boot) { b.Topology = "sockets=2,cores=1,threads=1" },
 			func(b *Boot) { b.Arch = "arm64" },
+			func(b *Boot) { b.Method = "producer-program" },
 			// The same class: a QEMU point release, another host kernel
 			// or name, blanks in the CPU model.
 			func(b *Boot) { b.Host.QEMUVersion = "7.2.0" },
@@ -419,8 +420,8 @@ var storeCases = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(keys) != 8 {
-			t.Errorf("%d series, want 8: %v", len(keys), keys)
+		if len(keys) != 9 {
+			t.Errorf("%d series, want 9: %v", len(keys), keys)
 		}
 		seen := map[float64]SeriesKey{}
 		for _, k := range keys {
@@ -432,8 +433,8 @@ var storeCases = []struct {
 				seen[v] = k
 			}
 			if k == key("baseline", "uprobe-nop", "", 1, MetricRate) {
-				if !reflect.DeepEqual(vals, []float64{1, 9, 10, 11}) {
-					t.Errorf("the first boot's series: %v, want the boots 1, 9, 10 and 11", vals)
+				if !reflect.DeepEqual(vals, []float64{1, 10, 11, 12}) {
+					t.Errorf("the first boot's series: %v, want the boots 1, 10, 11 and 12", vals)
 				}
 			} else if len(vals) != 1 {
 				t.Errorf("series %v: %v, want one boot", k, vals)

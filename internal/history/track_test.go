@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -10,14 +11,23 @@ func TestTrackQueries(t *testing.T) {
 	for _, d := range drivers(t) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
-			t.Run("a version 1 history gains culprits and keeps its boots", func(t *testing.T) {
+			t.Run("a version 1 history gains culprits and methods and keeps its boots", func(t *testing.T) {
 				where := d.new(t)
 				s, err := open(ctx, where, migrations[:1])
 				if err != nil {
 					t.Fatal(err)
 				}
-				mustAdd(t, s, fakeRun("lab", "r1", 2), 2)
 				s.Close()
+				// What a lab of that version wrote: no method column.
+				rawExec(t, where, `INSERT INTO runs (lab, run_id, kind, lab_version, command, started, source_desc, source_id,
+					source_tarball_sha256, source_commit, kernel_version, series_name, series_mode, series_sha256)
+					VALUES ('lab', 'r1', 'run', 'v1', '[]', '2026-12-01T10:00:00Z', 'd', 'id', '', '', '6.12', '', '', '')`)
+				for i := 1; i <= 2; i++ {
+					rawExec(t, where, fmt.Sprintf(`INSERT INTO boots (run, boot_index, variant, commit_id, kernel_key, image_sha256,
+						arch, cpus, topology, clock, accel, host_name, host_cpu_model, host_cpus, host_kernel, qemu_version,
+						host_class, failure) SELECT id, %d, 'baseline', 'c', 'k', 'i', 'x86_64', 1, 't', 'icount', 'tcg',
+						'h', 'm', 2, 'k', '7.2', 'm×2 QEMU 7.2', '' FROM runs`, i))
+				}
 				s = mustOpen(t, where)
 				defer s.Close()
 				if got := stats(t, s).Boots; got != 2 {
@@ -26,6 +36,7 @@ func TestTrackQueries(t *testing.T) {
 				if err := s.AddCulprit(ctx, Culprit{Lab: "lab", Series: "s", Good: "a", Bad: "b", Culprit: "b", Outcome: "adjacent"}); err != nil {
 					t.Fatal(err)
 				}
+				mustAdd(t, s, fakeRun("lab", "r2", 2), 2)
 			})
 			t.Run("a culprit written twice is replaced", func(t *testing.T) {
 				s := mustOpen(t, d.new(t))

@@ -12,9 +12,13 @@ import (
 // detect prints and the report's tables, each computed once here.
 
 // Title names a group: lab, line, guest shape, accelerator and clock, host
-// class.
+// class, and the agent's measuring method when it named one.
 func (g Group) Title() string {
-	return fmt.Sprintf("%s · %s · %s · %s %s · %s", g.Lab, lineName(g.Variant), shapeText(g.Arch, g.CPUs, g.Topology), g.Accel, g.Clock, g.HostClass)
+	t := fmt.Sprintf("%s · %s · %s · %s %s · %s", g.Lab, lineName(g.Variant), shapeText(g.Arch, g.CPUs, g.Topology), g.Accel, g.Clock, g.HostClass)
+	if g.Method != "" {
+		t += " · " + g.Method
+	}
+	return t
 }
 
 // lineName is what a series follows: a variant of lab run, or the commits

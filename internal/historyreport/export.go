@@ -16,13 +16,17 @@ import (
 
 // Slug names a group in one word of letters, digits and . _ - + = /, for
 // Otava's branch column and Bencher's benchmark names:
-// lab/line/shape-accel-clock/host-class.
+// lab/line/shape-accel-clock/host-class[/method].
 func (g Group) Slug() string {
 	shape := fmt.Sprintf("%s-%dcpu", g.Arch, g.CPUs)
 	if g.Topology != fmt.Sprintf("sockets=1,clusters=1,cores=%d,threads=1", g.CPUs) {
 		shape += "-" + g.Topology
 	}
-	return strings.Join([]string{slug(g.Lab), slug(lineName(g.Variant)), slug(shape + "-" + g.Accel + "-" + g.Clock), slug(g.HostClass)}, "/")
+	parts := []string{slug(g.Lab), slug(lineName(g.Variant)), slug(shape + "-" + g.Accel + "-" + g.Clock), slug(g.HostClass)}
+	if g.Method != "" {
+		parts = append(parts, slug(g.Method))
+	}
+	return strings.Join(parts, "/")
 }
 
 // slug keeps letters, digits and . _ - + =, and makes runs of anything

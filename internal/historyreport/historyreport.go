@@ -121,7 +121,7 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 	for _, k := range order {
 		pts := points[k]
 		slices.SortStableFunc(pts, comparePoints)
-		sr := Series{Key: k, Control: benchmark.IsControl(k.Benchmark), Levels: levels(pts), Options: detectOptions(k.Clock, opt.MinPct)}
+		sr := Series{Key: k, Control: benchmark.IsControl(k.Benchmark), Levels: levels(pts), Options: detectOptions(k, opt.MinPct)}
 		sr.detect()
 		h.Series = append(h.Series, sr)
 	}
@@ -166,11 +166,14 @@ func labsText(keys []history.SeriesKey) string {
 	return "it holds " + strings.Join(labs, ", ")
 }
 
-// detectOptions are the clock's defaults, with the least change the user
-// gave (minPct >= 0).
-func detectOptions(clock string, minPct float64) changepoint.Options {
+// detectOptions are the clock's defaults for the series' measuring method,
+// with the least change the user gave (minPct >= 0).
+func detectOptions(k history.SeriesKey, minPct float64) changepoint.Options {
 	o := changepoint.Wall()
-	if clock == history.ClockICount {
+	switch {
+	case k.Clock == history.ClockICount && k.Method == "":
+		o = changepoint.ICountGoProducers()
+	case k.Clock == history.ClockICount:
 		o = changepoint.ICount()
 	}
 	if minPct >= 0 {
@@ -183,7 +186,7 @@ func detectOptions(clock string, minPct float64) changepoint.Options {
 func compareKeys(a, b history.SeriesKey) int {
 	return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs),
 		cmp.Compare(a.Topology, b.Topology), cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel),
-		cmp.Compare(a.HostClass, b.HostClass), cmp.Compare(a.Variant, b.Variant),
+		cmp.Compare(a.HostClass, b.HostClass), cmp.Compare(a.Method, b.Method), cmp.Compare(a.Variant, b.Variant),
 		cmp.Compare(a.Benchmark, b.Benchmark), cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Producers, b.Producers),
 		cmp.Compare(a.Metric, b.Metric))
 }
@@ -376,14 +379,14 @@ func (h *History) Labs() []string {
 // Group is what series share when their figures come from the same boots:
 // every field of the key but the benchmark row's.
 type Group struct {
-	Lab, Variant, Arch, Topology, Clock, Accel, HostClass string
-	CPUs                                                  int
+	Lab, Variant, Arch, Topology, Clock, Accel, HostClass, Method string
+	CPUs                                                          int
 }
 
 // GroupOf is the group of a series key.
 func GroupOf(k history.SeriesKey) Group {
 	return Group{Lab: k.Lab, Variant: k.Variant, Arch: k.Arch, CPUs: k.CPUs, Topology: k.Topology,
-		Clock: k.Clock, Accel: k.Accel, HostClass: k.HostClass}
+		Clock: k.Clock, Accel: k.Accel, HostClass: k.HostClass, Method: k.Method}
 }
 
 // Groups lists the groups of the history's series, in series order.

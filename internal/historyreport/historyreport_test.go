@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lab/initramfs/protocol"
+	"lab/internal/changepoint"
 	"lab/internal/history"
 )
 
@@ -408,5 +410,25 @@ func TestBisectEndsJoinTheCommitLine(t *testing.T) {
 	_, err := Load(context.Background(), store(t, []*history.Run{r}), Options{Lab: "nope", MinPct: -1})
 	if err == nil || !strings.Contains(err.Error(), `no lab "nope"`) || !strings.Contains(err.Error(), "it holds b") {
 		t.Errorf("unknown lab: %v", err)
+	}
+}
+
+// Lines of Go-producer agents keep the threshold their noise needed; lines
+// of the producer program get icount's own.
+func TestDetectOptionsFollowTheMethod(t *testing.T) {
+	for _, tc := range []struct {
+		clock, method string
+		minPct        float64
+		want          float64
+	}{
+		{history.ClockICount, "", -1, changepoint.ICountGoProducers().MinPct},
+		{history.ClockICount, protocol.Method, -1, changepoint.ICount().MinPct},
+		{history.ClockWall, protocol.Method, -1, changepoint.Wall().MinPct},
+		{history.ClockICount, protocol.Method, 0.5, 0.5},
+	} {
+		o := detectOptions(history.SeriesKey{Clock: tc.clock, Method: tc.method}, tc.minPct)
+		if o.MinPct != tc.want {
+			t.Errorf("%s %q --min-pct %v: MinPct %v, want %v", tc.clock, tc.method, tc.minPct, o.MinPct, tc.want)
+		}
 	}
 }

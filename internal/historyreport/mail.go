@@ -145,6 +145,9 @@ func (h *History) mail(r *regression) Mail {
 	line("        accelerator: %s", k.Accel)
 	line("        clock: %s", k.Clock)
 	line("        host class: %s", k.HostClass)
+	if k.Method != "" {
+		line("        measuring method: %s", k.Method)
+	}
 	if hosts := distinct(slices.Concat(before.Hosts, after.Hosts)); len(hosts) > 0 {
 		line("        hosts: %s", strings.Join(hosts, ", "))
 	}

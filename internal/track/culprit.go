@@ -146,7 +146,7 @@ func EndObs(h *historyreport.History, s Suspect) *bisect.Ends {
 		k := h.Series[i].Key
 		if h.Series[i].Control && k.Producers == 1 && k.Metric == history.MetricRate && k.Tool == "" &&
 			k.Lab == fig.Key.Lab && k.Variant == fig.Key.Variant && k.Arch == fig.Key.Arch && k.CPUs == fig.Key.CPUs &&
-			k.Topology == fig.Key.Topology && k.Clock == fig.Key.Clock && k.Accel == fig.Key.Accel && k.HostClass == fig.Key.HostClass {
+			k.Topology == fig.Key.Topology && k.Clock == fig.Key.Clock && k.Accel == fig.Key.Accel && k.HostClass == fig.Key.HostClass && k.Method == fig.Key.Method {
 			controls = append(controls, &h.Series[i])
 		}
 	}
