@@ -175,8 +175,8 @@ lab run, lab merge and lab bisect add what they measured to the history
 A series never mixes clocks, guest shapes, accelerators or host classes. A
 level is the boots of one commit in one run; detection (E-divisive means with
 a t-test, as Apache Otava) looks at the levels' means. By default an icount
-series reports a change of at least 0.08 % (a layout shift, which moves a
-figure by a few hundredths of a percent, is not one), a wall-clock series a
+series reports a change of at least 0.01 % (kernels without a code change
+agree within 0.0003 %), a wall-clock series a
 change of at least 1 % and 2.5 sd (Chromeperf's filters); --min-pct lowers
 or raises the size. Slower is a figure that went down: every figure is a
 rate (or a ratio of rates), higher is better.
@@ -194,7 +194,7 @@ func (f *historyCmdFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.where, "history", "the history: an SQLite file (default: results/"+HistoryFile+" in lab's checkout) or a postgres:// URL")
 	fs.Var(&f.lab, "lab", "one lab's series only")
 	fs.Var(&f.format, "format", "list and detect: text (default) or md (Markdown)")
-	fs.Var(&f.minPct, "min-pct", "detect and report: the least change of a level reported, in percent (default: 0.08 under icount, 1 under the wall clock)")
+	fs.Var(&f.minPct, "min-pct", "detect and report: the least change of a level reported, in percent (default: 0.01 under icount, 1 under the wall clock)")
 	fs.Var(&f.out, "out", "report: the folder of the files (default: history-report beside the history file)")
 }
 

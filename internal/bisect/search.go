@@ -449,7 +449,7 @@ func (s *search) floor() float64 {
 		}
 		controls = append(controls, variant.Pair[stats.Summary]{Baseline: stats.Summarize(g), Patched: stats.Summarize(b)})
 	}
-	return verdict.ICountFloor(controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
+	return verdict.ICountFloor(verdict.MinICountFloorPct, controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
 }
 
 func controlValues(obs []Obs, name string) []float64 {

@@ -67,7 +67,7 @@ func Notes(t verdict.Table) []string {
 		out = append(out, fmt.Sprintf("p: two-sided Mann-Whitney U over boots (one observation per boot); ~ = not significant at %.2f", stats.Alpha))
 	}
 	if t.FloorPct > 0 {
-		out = append(out, fmt.Sprintf("icount: changes within %.3f %% (3× the controls' spread and change, at least the %.2f %% images without a code change differ by) count as ~, whatever p says", t.FloorPct, verdict.MinICountFloorPct))
+		out = append(out, fmt.Sprintf("icount: changes within %.3f %% (3× the controls' spread and change, at least %.2f %%) count as ~, whatever p says", t.FloorPct, t.MinFloorPct()))
 	}
 	for _, tool := range benchmark.Tools() {
 		res := 0.0

@@ -10,24 +10,36 @@ import (
 
 // MinICountFloorPct is the least an icount floor can be. Boots of one
 // image repeat exactly (the guest is held deterministic, vm.ICountFixes),
-// but two images draw different random streams, and the stream alone moves
-// a uprobe row between two levels 0.065 % apart (docs/validation.md): a
-// patch that moves nothing but a log string can change such a row by that
-// much, with every boot agreeing. 0.07 % is above it.
-const MinICountFloorPct = 0.07
+// and boots that drew different random streams, as two images do, agree
+// within 0.0003 % (docs/validation.md). With every boot agreeing, a U test
+// calls any ordering significant; 0.01 % is the least change lab calls one.
+const MinICountFloorPct = 0.01
+
+// MinICountFloorGoProducersPct is the least floor for boots of agents whose
+// producers were goroutines: the random stream moved a uprobe row between
+// two levels 0.065 % apart in images without a code change.
+const MinICountFloorGoProducersPct = 0.07
+
+// MinFloorPct is the least icount floor for the table's boots.
+func (t *Table) MinFloorPct() float64 {
+	if t.GoProducers {
+		return MinICountFloorGoProducersPct
+	}
+	return MinICountFloorPct
+}
 
 // ICountFloor is the smallest change, in percent, an icount comparison
 // resolves: three times the largest relative spread or change of any
 // control between the two sides, and three times the relative spread of any
 // followed figure (short or cold samples repeat less well than 0.01 %), at
-// least MinICountFloorPct. Under icount boots repeat so closely that a U
+// least min (MinICountFloorPct for this agent's boots). Under icount boots repeat so closely that a U
 // test alone would call a 0.02 % ordering significant; the controls, which
 // no series should move, say how far non-series effects reach.
 //
 // lab run's icount tables pass their controls' summaries; lab bisect passes
 // the ends' controls and the followed figure at each end.
-func ICountFloor(controls []variant.Pair[stats.Summary], followed ...stats.Summary) float64 {
-	floor := MinICountFloorPct
+func ICountFloor(min float64, controls []variant.Pair[stats.Summary], followed ...stats.Summary) float64 {
+	floor := min
 	for _, s := range followed {
 		floor = math.Max(floor, 3*100*s.CV())
 	}
@@ -89,11 +101,9 @@ func ICountEndsDiffer(changePct, floorPct float64) bool {
 }
 
 // EndShare is the part of the ends' change within which an icount step is
-// judged like an end. Under icount a kernel that differs from its parent
-// only in a string in init/main.c draws another random stream, which can
-// put its uprobe rows 0.06 % off the parent's (docs/validation.md).
-// A step 0.06 % of an 18 % change away from the bad end is the bad end, not
-// a step that is "neither"; one 10-90 % of the way is neither.
+// judged like an end: a step a few hundredths of a percent of an 18 %
+// change away from the bad end is the bad end, not a step that is
+// "neither"; one 10-90 % of the way is neither.
 const EndShare = 0.1
 
 // LikeEndPct is how near an end, in percent, an icount step must be to be

@@ -156,6 +156,10 @@ type Table struct {
 	// NoWarmup counts results measured without a warm-up: their first
 	// second carries one-off costs (see caveats).
 	NoWarmup int `json:"no_warmup,omitempty"`
+	// GoProducers: some boot's agent measured with goroutine producers
+	// (it named no protocol.Method), whose icount figures need the wider
+	// floor.
+	GoProducers bool `json:"go_producers,omitempty"`
 }
 
 // MinVCPUShare is the share of a host CPU below which a producer's vCPU
@@ -257,6 +261,9 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 			continue
 		}
 		*t.Boots.Ptr(b.Variant)++
+		if b.Hello == nil || b.Hello.Method == "" {
+			t.GoProducers = true
+		}
 		host := hostID(b)
 		if !slices.Contains(t.Hosts, host) {
 			t.Hosts = append(t.Hosts, host)
@@ -400,7 +407,7 @@ func (t *Table) finish(driftFloor bool) {
 		}
 	}
 	if t.Shape.ICount() {
-		t.FloorPct = ICountFloor(agentControls(t.Rows))
+		t.FloorPct = ICountFloor(t.MinFloorPct(), agentControls(t.Rows))
 	}
 	for _, rows := range both {
 		for i := range rows {

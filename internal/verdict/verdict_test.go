@@ -39,7 +39,7 @@ func TestICountFloor(t *testing.T) {
 		{"a control with no patched boots is left out", []variant.Pair[stats.Summary]{pair(summary(100), summary())}, nil, MinICountFloorPct},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ICountFloor(tc.controls, tc.followed...); math.Abs(got-tc.want) > 1e-9 {
+			if got := ICountFloor(MinICountFloorPct, tc.controls, tc.followed...); math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("ICountFloor = %.6f, want %.6f", got, tc.want)
 			}
 		})
@@ -195,5 +195,16 @@ func TestClaimsOK(t *testing.T) {
 	claims := CheckClaims([]results.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: stats.Faster}}, nil)
 	if ok, bad := ClaimsOK(claims); ok || len(bad) != 1 || !strings.Contains(bad[0], NotMeasured) {
 		t.Errorf("ClaimsOK = %v, %q: a claim no table measured is not reproduced", ok, bad)
+	}
+}
+
+// Boots whose agent named no measuring method had goroutine producers, and
+// their table keeps the wider floor.
+func TestMinFloorFollowsTheMethod(t *testing.T) {
+	if got := (&Table{}).MinFloorPct(); got != MinICountFloorPct {
+		t.Errorf("producer program: %v", got)
+	}
+	if got := (&Table{GoProducers: true}).MinFloorPct(); got != MinICountFloorGoProducersPct {
+		t.Errorf("goroutine producers: %v", got)
 	}
 }
