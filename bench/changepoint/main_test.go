@@ -41,18 +41,18 @@ func TestNoise(t *testing.T) {
 // alarms of each setting.
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	p := params{trials: 4, n: 60, noisePoints: 10000, tol: 2, streamPct: 0.06, streamSD: 0.003, icountSD: 0.006, seed: 1}
+	p := params{trials: 4, n: 60, noisePoints: 10000, tol: 2, streamPct: 0.06, streamSD: 0.003, icountSD: 0.000065, goSD: 0.006, seed: 1}
 	if err := run(p, &out); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
 	for _, s := range settings(p) {
-		if n := strings.Count(text, s.name+"  "); n != 7 {
-			t.Errorf("%q: %d rows, want 6 steps and 1 false-alarm row\n%s", s.name, n, text)
+		if n := strings.Count(text, s.name+"  "); n != 8 {
+			t.Errorf("%q: %d rows, want 7 steps and 1 false-alarm row\n%s", s.name, n, text)
 		}
 	}
 	// Under icount a 5 % step is found every time, even in 4 trials.
-	if !strings.Contains(text, "icount uprobe row, ICount()     5 %  100.0 %") {
+	if !strings.Contains(text, "icount, producer program, ICount()     5 %  100.0 %") {
 		t.Errorf("icount 5 %% step not found every time:\n%s", text)
 	}
 }
