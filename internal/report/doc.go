@@ -299,11 +299,11 @@ func caveats(tables []verdict.Table) []string {
 		}
 		// A benchmark's first second carries what happens once per
 		// benchmark (the new probe's first hits, page faults): under icount
-		// it was 0.06 % below the later seconds of uprobe rows in some boots
-		// and not others, and 0.1 % of usermode-count in every boot, beyond
-		// the floor the controls set.
+		// it was 0.001-0.045 % below the later seconds (kretprobe the most),
+		// the same in every boot of an image, but a kernel that changes
+		// those one-off costs moves it.
 		if t.NoWarmup > 0 {
-			add(fmt.Sprintf("%s: %d result(s) had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.06-0.1 %% under icount, in some boots and not others; rerun with --warmup 1s for figures within the floor", t.Name(), t.NoWarmup))
+			add(fmt.Sprintf("%s: %d result(s) had no warm-up: their first second carries one-off costs (a new probe's first hits, page faults), 0.001-0.05 %% under icount; rerun with --warmup 1s for figures of the steady loop", t.Name(), t.NoWarmup))
 		}
 		if n := len(t.Starved); n > 0 {
 			shown := t.Starved[:min(n, 3)]
