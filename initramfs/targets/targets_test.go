@@ -92,14 +92,7 @@ func TestProgramTargets(t *testing.T) {
 // The host's own program runs every loop of the benchmark table and counts
 // in its page; the guest runs the same bytes.
 func TestProgramRunsEveryLoop(t *testing.T) {
-	prog, err := Program(runtime.GOARCH)
-	if err != nil {
-		t.Skip(err)
-	}
-	file := filepath.Join(t.TempDir(), "producer")
-	if err := os.WriteFile(file, prog, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	file := hostProgram(t)
 	seen := map[string]bool{}
 	for _, b := range benchmark.All() {
 		if seen[b.Loop] {
@@ -151,6 +144,16 @@ func TestProgramRunsEveryLoop(t *testing.T) {
 // Without its page the program stops at once with status 1 rather than
 // running uncounted.
 func TestProgramWithoutItsPage(t *testing.T) {
+	file := hostProgram(t)
+	var ee *exec.ExitError
+	if err := exec.Command(file).Run(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit status 1, got %v", err)
+	}
+}
+
+// hostProgram writes the program for the host's own arch, which runs here.
+func hostProgram(t *testing.T) string {
+	t.Helper()
 	prog, err := Program(runtime.GOARCH)
 	if err != nil {
 		t.Skip(err)
@@ -159,8 +162,5 @@ func TestProgramWithoutItsPage(t *testing.T) {
 	if err := os.WriteFile(file, prog, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var ee *exec.ExitError
-	if err := exec.Command(file).Run(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("want exit status 1, got %v", err)
-	}
+	return file
 }
