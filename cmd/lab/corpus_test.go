@@ -251,7 +251,8 @@ func corpus() []corpusCase {
 		{"runs", "boots with nothing", "", nil, "table RUN(nothing-measured)", "none of the 2 boots of run 20260101-000000 has results or a failure", 0, 1},
 		{"runs", "no lab name", "", nil, "table RUN(no-lab-name)", `it has no "lab" field`, 0, 1},
 		{"runs", "compare with a non-run", "", nil, "compare RUN(example-srcu) RUN(other-tool) -out OUT", `it has no "lab" field`, 0, 1},
-		{"runs", "compare of two labs", "", nil, "compare RUN(example-srcu) RUN(example-lazy) -out OUT", "uprobe-srcu vs uprobe-lazy-buffer · x86_64", 0, 0},
+		{"runs", "compare of two labs", "", nil, "compare RUN(example-srcu-bench) RUN(example-lazy) -out OUT", "uprobe-srcu vs uprobe-lazy-buffer · x86_64", 0, 0},
+		{"runs", "compare of two measuring methods", "", nil, "compare RUN(example-srcu) RUN(example-lazy) -out OUT", "were measured by different agent methods (producer-program; goroutine producers", 0, 1},
 		// Files that parse but that no lab run writes.
 		{"runs", "every sample zero", "", nil, "report RUN(all-zero) -out OUT", "all-zero/results.json: every sample of the 2 baseline boots that delivered is zero", 0, 1},
 		{"runs", "every patched sample zero", "", nil, "table RUN(patched-zero)", "every sample of the 2 patched boots that delivered is zero", 0, 1},
@@ -283,6 +284,8 @@ func emptyRepo(dir string) map[string]string {
 var examples = map[string]string{
 	"example-srcu": "../../results/examples/uprobe-srcu/x86_64-1cpu-icount",
 	"example-lazy": "../../results/examples/uprobe-lazy-buffer/x86_64-1cpu-icount",
+	// measured by the same (older) agent method as example-lazy
+	"example-srcu-bench": "../../results/examples/uprobe-srcu/x86_64-1cpu-icount-bench",
 }
 
 // messageNoise is what a message must not show: Go and YAML-library types.

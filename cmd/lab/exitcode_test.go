@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,11 +32,13 @@ const (
 // Committed runs whose gates fail: a significant regression, and claims
 // the run did not reproduce (producer counts it did not measure).
 const (
-	regressed  = "../../results/examples/kretprobe-objpool/x86_64-2cpu-quiet"
-	unclaimed  = example
-	otherLab   = "../../results/examples/uprobe-lazy-buffer/x86_64-1cpu-icount"
-	notAResult = "testdata/corpus/runs/empty"
-	noSuchLab  = "testdata/no-such-lab.yaml"
+	regressed = "../../results/examples/kretprobe-objpool/x86_64-2cpu-quiet"
+	unclaimed = example
+	otherLab  = "../../results/examples/uprobe-lazy-buffer/x86_64-1cpu-icount"
+	// otherMethodRun was measured by the same agent method as otherLab.
+	otherMethodRun = "../../results/examples/uprobe-srcu/x86_64-1cpu-icount-bench"
+	notAResult     = "testdata/corpus/runs/empty"
+	noSuchLab      = "testdata/no-such-lab.yaml"
 )
 
 // exitCase is one way a command ends with one code of its table.
@@ -65,6 +69,53 @@ func driveIn(ctx context.Context, args ...string) func(t *testing.T) int {
 			a[i] = strings.ReplaceAll(a[i], "OUT", out)
 		}
 		return drive(ctx, a...)(t)
+	}
+}
+
+// slowerCopy is driveIn with SLOWER in args standing for a copy of run
+// whose uprobe-nop figures are 5 % lower in every boot, under another run
+// id: a regression of the same measuring method.
+func slowerCopy(ctx context.Context, run string, args ...string) func(t *testing.T) int {
+	return func(t *testing.T) int {
+		data, err := os.ReadFile(filepath.Join(run, "results.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r map[string]any
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		r["run_id"] = "20990101-000000"
+		for _, b := range r["boots"].([]any) {
+			results, _ := b.(map[string]any)["results"].([]any)
+			for _, res := range results {
+				m := res.(map[string]any)
+				if m["benchmark"] != "uprobe-nop" {
+					continue
+				}
+				samples, _ := m["samples"].([]any)
+				for _, sm := range samples {
+					x := sm.(map[string]any)
+					x["hits"] = math.Round(x["hits"].(float64) * 0.95)
+					x["rate"] = x["rate"].(float64) * 0.95
+				}
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "slower")
+		if data, err = json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "results.json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := slices.Clone(args)
+		for i := range a {
+			a[i] = strings.ReplaceAll(a[i], "SLOWER", dir)
+		}
+		return driveIn(ctx, a...)(t)
 	}
 }
 
@@ -232,11 +283,12 @@ func exitCases() []exitCase {
 		{"report", exitcode.Regression, "--fail-on-regression", driveIn(bg, "report", regressed, "--fail-on-regression", "-out", "OUT")},
 		{"report", exitcode.Claims, "--require-claims", driveIn(bg, "report", unclaimed, "--require-claims", "-out", "OUT")},
 
-		{"compare", exitcode.OK, "compared", driveIn(bg, "compare", example, otherLab, "-out", "OUT")},
+		{"compare", exitcode.OK, "compared", driveIn(bg, "compare", otherLab, otherMethodRun, "-out", "OUT")},
 		{"compare", exitcode.Failed, "not a run", driveIn(bg, "compare", example, notAResult, "-out", "OUT")},
+		{"compare", exitcode.Failed, "two measuring methods", driveIn(bg, "compare", example, otherLab, "-out", "OUT")},
 		{"compare", exitcode.Usage, "one run", drive(bg, "compare", example)},
 		{"compare", exitcode.Usage, "--require-claims: a compare has no claims", driveIn(bg, "compare", example, otherLab, "--require-claims", "-out", "OUT")},
-		{"compare", exitcode.Regression, "--fail-on-regression", driveIn(bg, "compare", example, otherLab, "--variant", "baseline", "--fail-on-regression", "-out", "OUT")},
+		{"compare", exitcode.Regression, "--fail-on-regression", slowerCopy(bg, example, "compare", example, "SLOWER", "--variant", "baseline", "--fail-on-regression", "-out", "OUT")},
 
 		{"table", exitcode.OK, "a table", drive(bg, "table", example)},
 		{"table", exitcode.Failed, "not a run", drive(bg, "table", notAResult)},

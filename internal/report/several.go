@@ -107,6 +107,9 @@ func buildSeveral(d *Document, r *results.Run) {
 // BuildCompareRuns sets variant v of two or more runs side by side, a
 // column per run named by its run id, each judged against the first.
 func BuildCompareRuns(runs []*results.Run, dirs []string, v variant.Variant, generator string) (*Document, error) {
+	if err := sameMethod(runs, dirs); err != nil {
+		return nil, err
+	}
 	var kernels []variant.Variant
 	var boots []results.Boot
 	labs := map[string]bool{}
@@ -156,6 +159,34 @@ func BuildCompareRuns(runs []*results.Run, dirs []string, v variant.Variant, gen
 		return d, fmt.Errorf("no %s boots to compare in %s", v, strings.Join(dirs, ", "))
 	}
 	return d, nil
+}
+
+// sameMethod refuses runs whose agents measured in different ways: the
+// producer program alone moved usermode-count from 57 to 198 M/s, so a
+// comparison across methods would judge the agents, not the kernels.
+func sameMethod(runs []*results.Run, dirs []string) error {
+	method := func(r *results.Run) string {
+		for _, b := range r.Boots {
+			if b.OK() && b.Hello != nil {
+				return b.Hello.Method
+			}
+		}
+		return ""
+	}
+	name := func(m string) string {
+		if m == "" {
+			return "goroutine producers (an agent that named no method)"
+		}
+		return m
+	}
+	first := method(runs[0])
+	for i, r := range runs[1:] {
+		if m := method(r); m != first {
+			return fmt.Errorf("%s and %s were measured by different agent methods (%s; %s): their figures are not comparable; measure both with one lab version",
+				dirs[0], dirs[i+1], name(first), name(m))
+		}
+	}
+	return nil
 }
 
 // columnRow is one row of a report of several kernels: its cells in each
