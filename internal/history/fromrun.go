@@ -52,7 +52,7 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		hb := Boot{
 			Index: b.Index, Digest: digest(b), Variant: string(b.Variant), Commit: commit, CommitSeq: seq,
 			KernelKey: kernel.Info.Key, ImageSHA256: kernel.Info.ImageSHA256,
-			Arch: b.Arch, CPUs: b.CPUs, Topology: topologyOf(b), Clock: b.Clock, Accel: b.Accel.Name,
+			Arch: b.Arch, CPUs: b.CPUs, Topology: topologyOf(b), Clock: b.Clock, Accel: b.Accel.Name, Method: b.Method(),
 			Host: Host{Name: host.Name, CPUModel: host.CPUModel, CPUs: host.CPUs, Kernel: host.Kernel},
 		}
 		if b.Outcome != nil {
@@ -60,9 +60,6 @@ func FromRun(r *results.Run, kind string) (*Run, error) {
 		}
 		if b.Failure != nil {
 			hb.Failure = b.Failure.Kind
-		}
-		if b.Hello != nil {
-			hb.Method = b.Hello.Method
 		}
 		for _, res := range b.Results {
 			if rate := protocol.Rate(res.Samples); res.OK() && rate > 0 {

@@ -167,8 +167,8 @@ func BuildCompareRuns(runs []*results.Run, dirs []string, v variant.Variant, gen
 func sameMethod(runs []*results.Run, dirs []string) error {
 	method := func(r *results.Run) string {
 		for _, b := range r.Boots {
-			if b.OK() && b.Hello != nil {
-				return b.Hello.Method
+			if b.OK() {
+				return b.Method()
 			}
 		}
 		return ""

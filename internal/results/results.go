@@ -329,6 +329,16 @@ type Ratio struct {
 // Ratios computes the boot's scaling ratios from its results.
 func (b Boot) Ratios() []Ratio { return ScalingRatios(b.Results) }
 
+// Method is how the boot's agent measured (protocol.Method): "" for agents
+// with goroutine producers, which named none, and for boots that never
+// heard from their agent.
+func (b Boot) Method() string {
+	if b.Hello == nil {
+		return ""
+	}
+	return b.Hello.Method
+}
+
 // ScalingRatios computes each benchmark's ratios against its own
 // 1-producer rate, in the order of the results.
 func ScalingRatios(res []protocol.Result) []Ratio {

@@ -261,7 +261,7 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 			continue
 		}
 		*t.Boots.Ptr(b.Variant)++
-		if b.Hello == nil || b.Hello.Method == "" {
+		if b.Method() == "" {
 			t.GoProducers = true
 		}
 		host := hostID(b)
