@@ -86,10 +86,9 @@ func sample(a, b reading) protocol.Sample {
 		Rate: float64(b.hits-a.hits) / (float64(iv) / 1e9), ProducerNS: b.cpuNS - a.cpuNS}
 }
 
-// measure runs p producers and samples once a second, timing each interval,
-// as the kernel's bench does. hits counts what the benchmark measures (probe
-// hits); nil means the producers' own calls.
-func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64, error), loop string) error {
+// withProducers settles the guest, runs p producers of loop and calls f
+// on the sampling thread while they run.
+func withProducers(p int, job protocol.Job, loop string, f func(*producers) error) error {
 	if err := settle(job); err != nil {
 		return err
 	}
@@ -98,7 +97,14 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 		return err
 	}
 	defer pr.halt()
-	return sampler(func() error {
+	return sampler(func() error { return f(pr) })
+}
+
+// measure runs p producers and samples once a second, timing each interval,
+// as the kernel's bench does. hits counts what the benchmark measures (probe
+// hits); nil means the producers' own calls.
+func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64, error), loop string) error {
+	return withProducers(p, job, loop, func(pr *producers) error {
 		prev, err := pr.read(hits)
 		if err != nil {
 			return err
@@ -107,10 +113,8 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 			if err := sleepUntil(prev.atNS + 1e9); err != nil {
 				return err
 			}
-			select {
-			case err := <-pr.errs:
+			if err := pr.stopped(); err != nil {
 				return err
-			default:
 			}
 			r, err := pr.read(hits)
 			if err != nil {
@@ -130,16 +134,8 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 // probeFree measures the benchmark's loop before the probe is attached: one
 // second after a short warm-up, so a table can show the probe's own cost.
 func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
-	if err := settle(job); err != nil {
-		return nil, err
-	}
-	pr, err := startProducers(p, job.Affinity, loop)
-	if err != nil {
-		return nil, err
-	}
-	defer pr.halt()
 	var s protocol.Sample
-	err = sampler(func() error {
+	err := withProducers(p, job, loop, func(pr *producers) error {
 		if err := sleepUntil(monotonicNS() + 200e6); err != nil {
 			return err
 		}
@@ -150,14 +146,12 @@ func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
 		if err := sleepUntil(a.atNS + 1e9); err != nil {
 			return err
 		}
+		if err := pr.stopped(); err != nil {
+			return err
+		}
 		b, err := pr.read(nil)
 		if err != nil {
 			return err
-		}
-		select {
-		case err := <-pr.errs:
-			return err
-		default:
 		}
 		s = sample(a, b)
 		return nil

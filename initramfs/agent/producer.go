@@ -105,6 +105,17 @@ func (pr *producers) start(cpu int, affinity bool, loop uint32) error {
 	return nil
 }
 
+// stopped is the error of a producer that stopped by itself, nil while
+// they all run.
+func (pr *producers) stopped() error {
+	select {
+	case err := <-pr.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
 // calls sums the producers' counts.
 func (pr *producers) calls() uint64 {
 	var sum uint64
