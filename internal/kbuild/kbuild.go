@@ -91,7 +91,10 @@ type Info struct {
 	Configure time.Duration `json:"configure_ns,omitempty"`
 	Make      time.Duration `json:"make_ns,omitempty"`
 	BuiltAt   time.Time     `json:"built_at"`
-	Cached    bool          `json:"-"` // true when this run reused the image
+	// Seeded names the build folder of another source tree this build's
+	// cold folder was copied from (see seed), "" for none.
+	Seeded string `json:"seeded_from,omitempty"`
+	Cached bool   `json:"-"` // true when this run reused the image
 }
 
 // Builder builds kernels for one source tree.
@@ -195,6 +198,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	}
 	start := time.Now()
 	out := b.BuildDir(a, in.Fragments)
+	seeded := ""
 	if _, err := os.Stat(out); os.IsNotExist(err) {
 		// Before build folders were per fragment set there was one per
 		// arch: the first build to come takes it over (reconfiguring it if
@@ -204,7 +208,27 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 			os.Rename(legacy, out)
 		}
 	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFolder(ctx, out, syscall.LOCK_EX, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := os.Stat(out); os.IsNotExist(err) {
+		if seeded, err = b.seed(ctx, in, out); err != nil {
+			return nil, err
+		}
+		if seeded != "" && b.Log != nil {
+			fmt.Fprintf(b.Log, "build folder %s seeded from %s\n", out, seeded)
+		}
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	// Until this build ends well, the folder is nobody's seed.
+	if err := os.Remove(filepath.Join(out, builtRecord)); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
 	if err := b.configure(ctx, a, in, out); err != nil {
@@ -222,7 +246,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, err
 	}
 	info := &Info{Key: key, Inputs: in, Compiled: compiled, Duration: time.Since(start), BuiltAt: time.Now().UTC(),
-		Configure: configured.Sub(start), Make: made.Sub(configured)}
+		Configure: configured.Sub(start), Make: made.Sub(configured), Seeded: seeded}
 	info.Image = filepath.Join(dir, filepath.Base(a.ImagePath))
 	info.Config = filepath.Join(dir, "config")
 	if err := copyFile(filepath.Join(out, a.ImagePath), info.Image); err != nil {
@@ -246,6 +270,9 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	}
 	if cold {
 		os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
+	}
+	if rec, err := json.Marshal(built{Src: b.SrcDir, Tree: in.Tree}); err == nil {
+		os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
 	}
 	// info.json is written last and atomically: an entry without it (lab
 	// killed mid-copy) is a miss, never a half-written kernel.

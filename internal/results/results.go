@@ -248,6 +248,10 @@ type Build struct {
 	Configure time.Duration `json:"configure_ns,omitempty"`
 	Make      time.Duration `json:"make_ns,omitempty"`
 	BuiltAt   time.Time     `json:"built_at"`
+	// Seeded is the build folder of another source tree of the same
+	// kernel that this first build here started from (a copy), "" when it
+	// started cold or was incremental in its own.
+	Seeded string `json:"seeded_from,omitempty"`
 }
 
 // BuildInputs is everything a kernel image depends on, and where its tree

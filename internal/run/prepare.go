@@ -487,6 +487,9 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	if info.Cached {
 		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
 	} else {
+		if info.Seeded != "" {
+			k.Logf("kernel %s: a first build here: its build folder is a copy of %s", label, info.Seeded)
+		}
 		k.Logf("kernel %s: %d compiled in %.1fs (configure %.1fs, make %.1fs; key %s)", label, info.Compiled, time.Since(start).Seconds(),
 			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
 	}

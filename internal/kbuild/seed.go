@@ -1,0 +1,250 @@
+package kbuild
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"lab/internal/proc"
+)
+
+// builtRecord, in a build folder, says which source content its last
+// successful build was of. It is removed before every build, so that a
+// folder left mid-build (a failure, lab killed) is never a seed.
+const builtRecord = ".lab-built.json"
+
+type built struct {
+	Src  string `json:"src"`  // the source work tree the folder was built from
+	Tree string `json:"tree"` // git tree hash of that build's source
+}
+
+// maxSeedDiff is the share of files in which a seed's source may differ
+// from the tree to build: beyond it (another kernel version) the copy buys
+// little over a cold build.
+const maxSeedDiff = 0.05
+
+// seedLockWait bounds the wait for a seed folder another lab is building
+// in (a build holds it for minutes at most); a cold build is the fallback.
+const seedLockWait = 15 * time.Minute
+
+// seed fills the new build folder out with a copy of the build folder of
+// another source tree built with the same arch and fragments (a user's git
+// tree beside the Debian tarball's, a second checkout of the same kernel),
+// so that the first build of a tree lab has built before in another place
+// is incremental: the copy's paths are moved to this source tree, and the
+// files in which the two sources differ are made newer than every object,
+// so make rebuilds what depends on them and nothing else, as it does after
+// a checkout. Kbuild's dependency files make that exact: a file deleted
+// since is a prerequisite with an empty rule, which remakes its users.
+// It returns what it seeded from, or "" when there is no usable seed.
+func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, error) {
+	cands, _ := filepath.Glob(filepath.Join(b.CacheDir, "build", "*", filepath.Base(out)))
+	want, err := lsTree(ctx, b.SrcDir, in.Tree)
+	if err != nil {
+		return "", err
+	}
+	var best string
+	var bestRec built
+	var bestDiff []string
+	for _, c := range cands {
+		if c == out {
+			continue
+		}
+		var rec built
+		data, err := os.ReadFile(filepath.Join(c, builtRecord))
+		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Src == "" || rec.Src == b.SrcDir {
+			continue
+		}
+		have, err := lsTree(ctx, rec.Src, rec.Tree)
+		if err != nil {
+			continue // its source is gone or rewritten
+		}
+		diff := differing(want, have)
+		if float64(len(diff)) > maxSeedDiff*float64(len(want)) {
+			continue
+		}
+		if best == "" || len(diff) < len(bestDiff) {
+			best, bestRec, bestDiff = c, rec, diff
+		}
+	}
+	if best == "" {
+		return "", nil
+	}
+	unlock, err := lockFolder(ctx, best, syscall.LOCK_SH, seedLockWait)
+	if err != nil || unlock == nil {
+		return "", err
+	}
+	defer unlock()
+	// Read again under its lock: a build may have ended there meanwhile.
+	var rec built
+	if data, err := os.ReadFile(filepath.Join(best, builtRecord)); err != nil || json.Unmarshal(data, &rec) != nil || rec != bestRec {
+		return "", nil
+	}
+	tmp := out + ".seeding"
+	os.RemoveAll(tmp)
+	if out, err := proc.Command(ctx, "cp", "-a", "--reflink=auto", best, tmp).CombinedOutput(); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("copy build folder %s: %w: %s", best, err, bytes.TrimSpace(out))
+	}
+	unlock()
+	if err := b.adopt(tmp, rec.Src, bestDiff); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("seed build folder from %s: %w", best, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return fmt.Sprintf("%s (%d files differ)", best, len(bestDiff)), nil
+}
+
+// adopt makes the copied build folder dir this source tree's: paths of the
+// seed's source become b.SrcDir's, every file gets one mtime, and the
+// source files that differ from the seed's get a later one.
+func (b *Builder) adopt(dir, oldSrc string, diff []string) error {
+	for _, f := range []string{builtRecord, ".lab-make.pgid"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	old, repl := []byte(oldSrc), []byte(b.SrcDir)
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			// O= builds link "source" to the source tree.
+			target, err := os.Readlink(path)
+			if err == nil && bytes.HasPrefix([]byte(target), old) {
+				os.Remove(path)
+				if err := os.Symlink(string(repl)+target[len(old):], path); err != nil {
+					return err
+				}
+			}
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		}
+		files = append(files, path)
+		return rewrite(path, old, repl)
+	})
+	if err != nil {
+		return err
+	}
+	stamp := time.Now()
+	for _, f := range files {
+		if err := os.Chtimes(f, stamp, stamp); err != nil {
+			return err
+		}
+	}
+	// Changed sources must be strictly newer than every object, whatever
+	// the file system's timestamp granularity.
+	for {
+		now := time.Now()
+		if now.Truncate(time.Second).After(stamp) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	now := time.Now()
+	for _, p := range diff {
+		path := filepath.Join(b.SrcDir, p)
+		if err := os.Chtimes(path, now, now); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewrite replaces old by repl in a text file (kbuild's .cmd and .d files,
+// its Makefile); binary files (objects, images) are left alone.
+func rewrite(path string, old, repl []byte) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(data, old) || bytes.IndexByte(data, 0) >= 0 {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, bytes.ReplaceAll(data, old, repl), fi.Mode().Perm())
+}
+
+// lsTree lists the files of tree in the git work tree src: path → mode and
+// blob. Blob hashes name content, so two repositories' lists compare.
+func lsTree(ctx context.Context, src, tree string) (map[string]string, error) {
+	out, err := proc.Command(ctx, "git", "-C", src, "ls-tree", "-r", "-z", tree).Output()
+	if err != nil {
+		return nil, fmt.Errorf("git ls-tree %s in %s: %w", tree, src, err)
+	}
+	files := map[string]string{}
+	for _, ent := range bytes.Split(out, []byte{0}) {
+		meta, path, ok := bytes.Cut(ent, []byte{'\t'})
+		if ok {
+			files[string(path)] = string(meta)
+		}
+	}
+	return files, nil
+}
+
+// differing lists the paths of want that have is missing or holds
+// otherwise, and those have holds that want lacks.
+func differing(want, have map[string]string) []string {
+	var diff []string
+	for p, m := range want {
+		if have[p] != m {
+			diff = append(diff, p)
+		}
+	}
+	for p := range have {
+		if _, ok := want[p]; !ok {
+			diff = append(diff, p)
+		}
+	}
+	return diff
+}
+
+// lockFolder locks the build folder dir (a file beside it): a build holds
+// it exclusively while it writes there, a seed shared while it copies.
+// With wait 0 it waits as long as it takes; otherwise it gives up after
+// wait and returns nil, nil.
+func lockFolder(ctx context.Context, dir string, how int, wait time.Duration) (func(), error) {
+	f, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock build folder %s: %w", dir, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock build folder %s: %w", dir, err)
+		}
+		if wait > 0 && time.Now().After(deadline) {
+			f.Close()
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { f.Close() }) }, nil
+}
