@@ -533,6 +533,41 @@ func TestGitTreeSource(t *testing.T) {
 	if subject != ser.Patches[0].Subject {
 		t.Errorf("git am commit subject %q, want %q", subject, ser.Patches[0].Subject)
 	}
+
+	// The git tree's first kernel starts from a copy of the tarball
+	// tree's build folder (kbuild's seed), not cold, and is the same
+	// image as the tarball tree's build of the same content. The test's
+	// cache sees the shared cache's build folders (read only: they are
+	// copied) and keeps its own kernels.
+	a, _ := arch.Lookup("x86_64")
+	shared := &Kernels{Tree: tarball, CacheDir: cacheDir(t), Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	if tarball, err = source.Prepare(ctx, source.Origin(lab.Source), cacheDir(t), t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	shared.Tree = tarball
+	want, err := shared.Get(ctx, a, rev.Baseline, "tarball/baseline")
+	tarball.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownCache := filepath.Dir(filepath.Dir(tree.Dir)) // the test's cache: src/<id> is the tree
+	os.MkdirAll(filepath.Join(ownCache, "build"), 0o755)
+	sharedBuild := filepath.Join(cacheDir(t), "build", tarball.ID)
+	if err := os.Symlink(sharedBuild, filepath.Join(ownCache, "build", tarball.ID)); err != nil {
+		t.Fatal(err)
+	}
+	own := &Kernels{Tree: tree, CacheDir: ownCache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	got, err := own.Get(ctx, a, app.Baseline, "git/baseline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Info.Seeded == "" || !strings.Contains(got.Info.Seeded, sharedBuild) || got.Info.Compiled > 200 {
+		t.Errorf("the git tree's first kernel: seeded from %q, %d compiled: want a copy of %s and an incremental build",
+			got.Info.Seeded, got.Info.Compiled, sharedBuild)
+	}
+	if got.Info.ImageSHA256 != want.Info.ImageSHA256 {
+		t.Errorf("seeded build's image sha256 %s, the tarball tree's of the same content %s", got.Info.ImageSHA256, want.Info.ImageSHA256)
+	}
 }
 
 // Under TCG with one vCPU lab measures on QEMU's instruction-count clock, so
@@ -649,8 +684,22 @@ func TestBPFBenchBesideTheAgent(t *testing.T) {
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	res, dir, out := runLab(t, lab)
+	// One variant: the two tools run side by side in each boot, and the
+	// other variant's kernel (its BTF, its bench) would be a second build
+	// of a debug-info kernel for the same check.
+	var buf bytes.Buffer
+	res, dir, err := Run(context.Background(), Options{
+		Lab: lab, CacheDir: cacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: "../..",
+		Command: []string{"go", "test"}, Out: &buf, Only: variant.Patched,
+	})
+	out := buf.String()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
 	t.Log(out)
+	if len(res.Boots) != 1 {
+		t.Fatalf("%d boots, want 1", len(res.Boots))
+	}
 	if len(res.Initramfs) != 1 || len(res.Initramfs[0].Tools) != 1 || res.Initramfs[0].Tools[0].SHA256 == "" {
 		t.Fatalf("the image's tools are not recorded: %+v", res.Initramfs)
 	}
@@ -691,11 +740,12 @@ func TestBPFBenchBesideTheAgent(t *testing.T) {
 
 // Under icount a figure is a count of guest instructions: every boot of
 // one image must give the same figures, whether it runs alone or beside
-// another, with no warm-up to hide its first second. Eight boots of one
-// kernel two at a time, then one alone: each benchmark's figure, controls
+// another, with no warm-up to hide its first second. Two boots of one
+// kernel side by side, then one alone: each benchmark's figure, controls
 // included, within 0.002 % from boot to boot (before vm.ICountFixes,
 // uprobe-nop took two levels 0.06 % apart and the controls scattered by
-// 0.005 %), and every boot records what held it still.
+// 0.005 %; 24 boots with a new random seed each now stay within 0.0003 %,
+// docs/validation.md), and every boot records what held it still.
 func TestICountOneImageOneFigure(t *testing.T) {
 	e2e(t)
 	lab := smallLab(t, "x86_64")
@@ -719,7 +769,7 @@ func TestICountOneImageOneFigure(t *testing.T) {
 		}
 		return res
 	}
-	boots := append(runWith(8, 2).Boots, runWith(1, 1).Boots...)
+	boots := append(runWith(2, 2).Boots, runWith(1, 1).Boots...)
 	figures := map[string][]float64{}
 	var names []string
 	for _, b := range boots {
@@ -744,8 +794,8 @@ func TestICountOneImageOneFigure(t *testing.T) {
 		lo, hi := slices.Min(v), slices.Max(v)
 		spread := 100 * (hi - lo) / lo
 		t.Logf("%s: %d boots, %.3f..%.3f hits/s, max-min %.6f %%", name, len(v), lo, hi, spread)
-		if len(v) != 9 || lo <= 0 || spread > 0.002 {
-			t.Errorf("%s: %d boots from %.3f to %.3f hits/s, max-min %.6f %%: want 9 boots within 0.002 %%", name, len(v), lo, hi, spread)
+		if len(v) != 3 || lo <= 0 || spread > 0.002 {
+			t.Errorf("%s: %d boots from %.3f to %.3f hits/s, max-min %.6f %%: want 3 boots within 0.002 %%", name, len(v), lo, hi, spread)
 		}
 	}
 }

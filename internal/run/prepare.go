@@ -145,6 +145,11 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
+	if only, err := variant.Parse(string(r.opt.Only)); r.opt.Only != "" && err == nil && len(r.opt.Several) == 0 {
+		// --only boots one variant: the other's kernel would be built for
+		// nothing (a cold debug-info build, for a bench-parity lab).
+		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != only })
+	}
 
 	beside, stop := r.initramfsBeside(ctx)
 	defer stop()
