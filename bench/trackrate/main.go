@@ -4,13 +4,16 @@
 //
 // It writes -commits commits onto Debian's 6.12 tree (from lab's cache;
 // each changes one log line of init/main.c, unique to this run, so every
-// build is real), tracks the first one to warm the git source's build
-// folder (a cold build is not what a branch pays per commit), then tracks
-// the rest and prints the wall time, the commits an hour, and where the
-// time went: builds (overlapping the boots) and boots. With -prebuild the
-// commits are built first in lab's Debian tree (incrementally, into the
-// content cache), so that the rate is of the boots and lab track's own
-// work alone.
+// build is real) in a user's git tree new to lab (a new path: lab adds its
+// work tree and build folder as for any tree it has not seen), and times
+// the first lab track of it from the base, whose kernel lab has built
+// before (the bench builds it first when the cache lacks it): what a user
+// pays tracking a branch the first time. The tree's build folder starts as
+// a copy of the Debian tree's (kbuild's seed), not cold. It prints the wall
+// time, the commits an hour, and where the time went: builds (overlapping
+// the boots) and boots. With -prebuild the commits are built first in lab's
+// Debian tree (incrementally, into the content cache), so that the rate is
+// of the boots and lab track's own work alone.
 //
 //	go run ./bench/trackrate [-commits 12] [-cache DIR] [-prebuild]
 package main
@@ -58,11 +61,8 @@ func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 	base := tree.BaseHash
 	gitDir := filepath.Join(tree.Dir, ".git")
 	defer tree.Close()
-	chain, err := commitLogLines(gitDir, base, n+1, time.Now().UTC().Format("20060102T150405"))
-	if err != nil {
-		return err
-	}
-	user, err := userTree(cache, gitDir, chain[len(chain)-1])
+	nonce := time.Now().UTC().Format("20060102T150405")
+	chain, err := commitLogLines(gitDir, base, n, nonce)
 	if err != nil {
 		return err
 	}
@@ -71,41 +71,50 @@ func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	user, err := userTree(work, gitDir, chain[len(chain)-1])
+	if err != nil {
+		return err
+	}
+	defer forget(cache, user)
 	lab, err := writeLab(work, user, base)
 	if err != nil {
 		return err
 	}
-	var prebuilt time.Duration
+	// The base's kernel is cached, as for a tree lab has built before;
+	// with -prebuild the commits' are too.
+	todo := []string{base}
 	if prebuild {
-		if prebuilt, err = prebuildChain(ctx, tree, cache, lab, chain); err != nil {
-			return err
-		}
+		todo = append(todo, chain...)
+	}
+	prebuilt, err := prebuildChain(ctx, tree, cache, lab, todo)
+	if err != nil {
+		return err
 	}
 	tree.Close()
-	opt := track.Options{Lab: lab, From: base, To: chain[0], History: filepath.Join(work, "history.db"), CacheDir: cache,
+	opt := track.Options{Lab: lab, From: base, To: chain[len(chain)-1], History: filepath.Join(work, "history.db"), CacheDir: cache,
 		ResultsDir: filepath.Join(work, "results"), ModuleRoot: root, Accel: "tcg", Command: []string{"trackrate"}, Out: os.Stderr}
 	start := time.Now()
-	if _, err := track.Run(ctx, opt); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	warm := time.Since(start)
-	opt.From, opt.To = chain[0], chain[len(chain)-1]
-	start = time.Now()
 	res, err := track.Run(ctx, opt)
 	if err != nil {
 		return err
 	}
 	took := time.Since(start)
-	printRate(res, n, warm, took, prebuild, prebuilt, len(chain))
+	printRate(res, n, took, prebuild, prebuilt, len(chain))
 	return nil
 }
 
-// userTree makes the user's tree: a fixed path, so that its build folder
-// stays warm from one bench to the next (lab's work tree of it, a git
-// worktree, names its .git), borrowing the lab tree's objects (alternates),
-// with main at head.
-func userTree(cache, gitDir, head string) (string, error) {
-	user := filepath.Join(cache, "bench-trackrate", "linux")
+// forget removes what lab keeps of the bench's user tree: its work tree
+// and build folder in the cache, so that the next bench's is new too.
+func forget(cache, user string) {
+	dir := source.GitTreeDir(cache, user)
+	os.RemoveAll(filepath.Join(cache, "build", filepath.Base(dir)))
+	os.RemoveAll(dir)
+}
+
+// userTree makes the user's tree in work: a path lab has not seen,
+// borrowing the lab tree's objects (alternates), with main at head.
+func userTree(work, gitDir, head string) (string, error) {
+	user := filepath.Join(work, "linux")
 	if err := os.MkdirAll(user, 0o755); err != nil {
 		return "", err
 	}
@@ -139,16 +148,16 @@ matrix:
 	return spec.Load(labFile)
 }
 
-// prebuildChain builds every commit of the chain in lab's Debian tree
-// first, so that the bench's rate is the boots'.
-func prebuildChain(ctx context.Context, tree *source.Tree, cache string, lab *spec.Lab, chain []string) (time.Duration, error) {
+// prebuildChain builds commits in lab's Debian tree (cached ones cost
+// nothing) and says how long that took.
+func prebuildChain(ctx context.Context, tree *source.Tree, cache string, lab *spec.Lab, commits []string) (time.Duration, error) {
 	start := time.Now()
 	a, err := arch.Lookup("x86_64")
 	if err != nil {
 		return 0, err
 	}
 	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
-	for _, c := range chain {
+	for _, c := range commits {
 		if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
 			return 0, err
 		}
@@ -157,28 +166,36 @@ func prebuildChain(ctx context.Context, tree *source.Tree, cache string, lab *sp
 		return 0, err
 	}
 	prebuilt := time.Since(start)
-	fmt.Printf("  prebuild: %d commits built in lab's Debian tree in %s\n", len(chain), prebuilt.Round(time.Second))
+	fmt.Printf("  before the track: %d commit(s) built or found in lab's Debian tree in %s\n", len(commits), prebuilt.Round(time.Second))
 	return prebuilt, nil
 }
 
 // printRate prints the commits an hour of the timed track, and where its
 // time went.
-func printRate(res *track.Result, n int, warm, took time.Duration, prebuild bool, prebuilt time.Duration, chainLen int) {
+func printRate(res *track.Result, n int, took time.Duration, prebuild bool, prebuilt time.Duration, chainLen int) {
 	measured, build, boot := 0, 0.0, 0.0
 	for _, o := range res.Outcomes {
 		if o.State == track.Measured {
 			measured++
 		}
 	}
+	seeded := ""
 	for _, st := range res.Run.Bisect.Steps {
 		build += st.BuildSeconds
+		if st.Kernel != nil && st.Kernel.Info.Seeded != "" {
+			seeded = st.Kernel.Info.Seeded
+		}
 	}
 	for _, b := range res.Run.Boots {
 		boot += bootSeconds(b)
 	}
-	fmt.Printf("trackrate: %d one-file commits (init/main.c), x86_64 1 vCPU icount, uprobe-nop + syscall-count 1 s, %d boots at a time\n",
+	fmt.Printf("trackrate: the first track of a new tree, %d one-file commits (init/main.c) from a cached base, x86_64 1 vCPU icount, uprobe-nop + syscall-count 1 s, %d boots at a time\n",
 		n, res.Run.Bisect.Parallel)
-	fmt.Printf("  warm-up (the parent and the first commit): %s\n", warm.Round(time.Second))
+	if seeded != "" {
+		fmt.Printf("  its build folder started as a copy of %s\n", seeded)
+	} else if !prebuild {
+		fmt.Printf("  its build folder started cold (no seed)\n")
+	}
 	fmt.Printf("  %d commits in %s: %.0f commits an hour (target 120); %d measured\n", len(res.Outcomes), took.Round(time.Second),
 		float64(len(res.Outcomes))/took.Hours(), measured)
 	if prebuild {

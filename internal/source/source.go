@@ -138,6 +138,11 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 		{"init", "-q"},
 		// The lock file must not be part of any commit.
 		{"config", "core.excludesFile", "/dev/null"},
+		// zlib's fastest level: the import stores 1.4 GB of sources, and
+		// at the default level (6) compressing them took 2.5 times as long
+		// (3.3 against 1.4 s for 147 MB of drivers/net here) for objects
+		// a quarter larger instead of a fifth of the sources' size.
+		{"config", "core.looseCompression", "1"},
 	} {
 		if _, err := t.git.Run(ctx, args...); err != nil {
 			return fmt.Errorf("import %s: %w", tarball, err)
