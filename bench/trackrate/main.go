@@ -80,9 +80,15 @@ func bench(ctx context.Context, n int, cache string, prebuild bool) error {
 	if err != nil {
 		return err
 	}
-	// The base's kernel is cached, as for a tree lab has built before;
-	// with -prebuild the commits' are too.
-	todo := []string{base}
+	// The base's kernel is cached, as for a tree lab has built before, and
+	// lab's last build in its Debian tree is a commit of its own beside
+	// the chain (what seeds the user's tree's build folder); with
+	// -prebuild the commits' kernels are cached too.
+	own, err := commitLogLines(gitDir, base, 1, nonce+"-debian")
+	if err != nil {
+		return err
+	}
+	todo := []string{base, own[0]}
 	if prebuild {
 		todo = append(todo, chain...)
 	}

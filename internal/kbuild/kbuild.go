@@ -271,7 +271,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if cold {
 		os.WriteFile(filepath.Join(out, ".lab-compiled"), []byte(fmt.Sprint(compiled)), 0o644)
 	}
-	if rec, err := json.Marshal(built{Src: b.SrcDir, Tree: in.Tree}); err == nil {
+	if rec, err := json.Marshal(built{Src: b.SrcDir, Tree: in.Tree, Out: out}); err == nil {
 		os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
 	}
 	// info.json is written last and atomically: an entry without it (lab

@@ -24,6 +24,10 @@ const builtRecord = ".lab-built.json"
 type built struct {
 	Src  string `json:"src"`  // the source work tree the folder was built from
 	Tree string `json:"tree"` // git tree hash of that build's source
+	// Out is the folder's own path then: tools/ (objtool's build) records
+	// its objects by absolute path, and a path that changed would relink
+	// objtool, which every object depends on.
+	Out string `json:"out"`
 }
 
 // maxSeedDiff is the share of files in which a seed's source may differ
@@ -60,7 +64,7 @@ func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, erro
 		}
 		var rec built
 		data, err := os.ReadFile(filepath.Join(c, builtRecord))
-		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Src == "" || rec.Src == b.SrcDir {
+		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Src == "" || rec.Out == "" || rec.Src == b.SrcDir {
 			continue
 		}
 		have, err := lsTree(ctx, rec.Src, rec.Tree)
@@ -95,7 +99,7 @@ func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, erro
 		return "", fmt.Errorf("copy build folder %s: %w: %s", best, err, bytes.TrimSpace(out))
 	}
 	unlock()
-	if err := b.adopt(tmp, rec.Src, bestDiff); err != nil {
+	if err := b.adopt(tmp, out, rec, bestDiff); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("seed build folder from %s: %w", best, err)
 	}
@@ -106,14 +110,15 @@ func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, erro
 	return fmt.Sprintf("%s (%d files differ)", best, len(bestDiff)), nil
 }
 
-// adopt makes the copied build folder dir this source tree's: paths of the
-// seed's source become b.SrcDir's, every file gets one mtime, and the
-// source files that differ from the seed's get a later one.
-func (b *Builder) adopt(dir, oldSrc string, diff []string) error {
+// adopt makes the copied build folder dir, to be renamed out, this source
+// tree's: paths of the seed's source and folder become b.SrcDir's and
+// out's, every file gets one mtime, and the source files that differ from
+// the seed's get a later one.
+func (b *Builder) adopt(dir, out string, seed built, diff []string) error {
 	for _, f := range []string{builtRecord, ".lab-make.pgid"} {
 		os.Remove(filepath.Join(dir, f))
 	}
-	old, repl := []byte(oldSrc), []byte(b.SrcDir)
+	moves := []move{{[]byte(seed.Src), []byte(b.SrcDir)}, {[]byte(seed.Out), []byte(out)}}
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -123,9 +128,12 @@ func (b *Builder) adopt(dir, oldSrc string, diff []string) error {
 		case d.Type()&fs.ModeSymlink != 0:
 			// O= builds link "source" to the source tree.
 			target, err := os.Readlink(path)
-			if err == nil && bytes.HasPrefix([]byte(target), old) {
+			if err != nil {
+				return err
+			}
+			if moved := moveAll([]byte(target), moves); string(moved) != target {
 				os.Remove(path)
-				if err := os.Symlink(string(repl)+target[len(old):], path); err != nil {
+				if err := os.Symlink(string(moved), path); err != nil {
 					return err
 				}
 			}
@@ -134,7 +142,7 @@ func (b *Builder) adopt(dir, oldSrc string, diff []string) error {
 			return nil
 		}
 		files = append(files, path)
-		return rewrite(path, old, repl)
+		return rewrite(path, moves)
 	})
 	if err != nil {
 		return err
@@ -164,21 +172,35 @@ func (b *Builder) adopt(dir, oldSrc string, diff []string) error {
 	return nil
 }
 
-// rewrite replaces old by repl in a text file (kbuild's .cmd and .d files,
-// its Makefile); binary files (objects, images) are left alone.
-func rewrite(path string, old, repl []byte) error {
+// move is a path that changed: from the seed's to this build's.
+type move struct{ from, to []byte }
+
+func moveAll(data []byte, moves []move) []byte {
+	for _, m := range moves {
+		data = bytes.ReplaceAll(data, m.from, m.to)
+	}
+	return data
+}
+
+// rewrite moves the paths in a text file (kbuild's .cmd and .d files, its
+// Makefile); binary files (objects, images) are left alone.
+func rewrite(path string, moves []move) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(data, old) || bytes.IndexByte(data, 0) >= 0 {
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil
+	}
+	moved := moveAll(data, moves)
+	if bytes.Equal(moved, data) {
 		return nil
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, bytes.ReplaceAll(data, old, repl), fi.Mode().Perm())
+	return os.WriteFile(path, moved, fi.Mode().Perm())
 }
 
 // lsTree lists the files of tree in the git work tree src: path → mode and

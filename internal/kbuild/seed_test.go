@@ -88,7 +88,9 @@ func TestSeedFromATwinsBuildFolder(t *testing.T) {
 	if got := makeOut(t, out); !strings.Contains(got, "a.c a.o") || !strings.Contains(got, "b.c b.o") {
 		t.Fatalf("the twin's cold build ran:\n%s", got)
 	}
-	rec, _ := json.Marshal(built{Src: twin.SrcDir, Tree: twinTree})
+	// objtool's build (tools/) records its objects by the folder's path.
+	os.WriteFile(filepath.Join(out, ".tool.o.cmd"), []byte("cmd_"+out+"/tool.o := cc -o "+out+"/tool.o\n"), 0o644)
+	rec, _ := json.Marshal(built{Src: twin.SrcDir, Tree: twinTree, Out: out})
 	os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
 
 	user := &Builder{CacheDir: cache, SrcDir: userSrc, SourceID: "git-user"}
@@ -110,6 +112,9 @@ func TestSeedFromATwinsBuildFolder(t *testing.T) {
 	}
 	if link, _ := os.Readlink(filepath.Join(userOut, "source")); link != userSrc {
 		t.Errorf("source -> %s, want %s", link, userSrc)
+	}
+	if data, _ := os.ReadFile(filepath.Join(userOut, ".tool.o.cmd")); string(data) != "cmd_"+userOut+"/tool.o := cc -o "+userOut+"/tool.o\n" {
+		t.Errorf("the folder's own path was not moved: %q", data)
 	}
 	if data, _ := os.ReadFile(filepath.Join(userOut, "blob.bin")); string(data) != "\x00"+twinSrc {
 		t.Errorf("a binary file was rewritten: %q", data)
@@ -149,7 +154,7 @@ func TestSeedNeedsAFinishedTwinOfTheSameKernel(t *testing.T) {
 			out := filepath.Join(cache, "build", "tarball-twin", "x86_64")
 			os.MkdirAll(out, 0o755)
 			if tc.record {
-				rec, _ := json.Marshal(built{Src: twinSrc, Tree: twinTree})
+				rec, _ := json.Marshal(built{Src: twinSrc, Tree: twinTree, Out: out})
 				os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
 			}
 			user := &Builder{CacheDir: cache, SrcDir: userSrc, SourceID: "git-user"}

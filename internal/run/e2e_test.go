@@ -546,13 +546,26 @@ func TestGitTreeSource(t *testing.T) {
 	}
 	shared.Tree = tarball
 	want, err := shared.Get(ctx, a, rev.Baseline, "tarball/baseline")
-	tarball.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	sharedBuild := filepath.Join(cacheDir(t), "build", tarball.ID)
+	if rec, _ := os.ReadFile(filepath.Join(sharedBuild, "x86_64-common+x86_64", ".lab-built.json")); !strings.Contains(string(rec), `"out"`) {
+		// A cache from before build folders recorded their builds: one
+		// build there (a log line of this test's own) records it.
+		own := testenv.CommitBranch(t, filepath.Join(tarball.Dir, ".git"), tarball.BaseHash, []testenv.Edit{{
+			Subject: "init: a log line of TestGitTreeSource's", File: "init/main.c",
+			Change: testenv.Replace("Run %s as init process", "Run %s as init process (git tree source test)")}})
+		if _, err := shared.Get(ctx, a, own[0], "tarball/own"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tarball.Checkout(ctx, tarball.BaseHash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tarball.Close()
 	ownCache := filepath.Dir(filepath.Dir(tree.Dir)) // the test's cache: src/<id> is the tree
 	os.MkdirAll(filepath.Join(ownCache, "build"), 0o755)
-	sharedBuild := filepath.Join(cacheDir(t), "build", tarball.ID)
 	if err := os.Symlink(sharedBuild, filepath.Join(ownCache, "build", tarball.ID)); err != nil {
 		t.Fatal(err)
 	}
