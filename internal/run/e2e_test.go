@@ -574,7 +574,8 @@ func TestGitTreeSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Info.Seeded == "" || !strings.Contains(got.Info.Seeded, sharedBuild) || got.Info.Compiled > 200 {
+	// (The test's cache sees the shared folder through its own link.)
+	if !strings.Contains(got.Info.Seeded, filepath.Join(ownCache, "build", tarball.ID)) || got.Info.Compiled > 200 {
 		t.Errorf("the git tree's first kernel: seeded from %q, %d compiled: want a copy of %s and an incremental build",
 			got.Info.Seeded, got.Info.Compiled, sharedBuild)
 	}
