@@ -551,11 +551,14 @@ func TestGitTreeSource(t *testing.T) {
 	}
 	sharedBuild := filepath.Join(cacheDir(t), "build", tarball.ID)
 	if rec, _ := os.ReadFile(filepath.Join(sharedBuild, "x86_64-common+x86_64", ".lab-built.json")); !strings.Contains(string(rec), `"out"`) {
-		// A cache from before build folders recorded their builds: one
-		// build there (a log line of this test's own) records it.
+		// The folder is no seed: its last build failed (a fault test's
+		// series that does not compile) or came before folders recorded
+		// their builds. A build of this run's own there makes it one; the
+		// tree stays locked until the seed is taken, so that no other
+		// package's build comes between.
 		own := testenv.CommitBranch(t, filepath.Join(tarball.Dir, ".git"), tarball.BaseHash, []testenv.Edit{{
 			Subject: "init: a log line of TestGitTreeSource's", File: "init/main.c",
-			Change: testenv.Replace("Run %s as init process", "Run %s as init process (git tree source test)")}})
+			Change: testenv.Replace("Run %s as init process", fmt.Sprintf("Run %%s as init process (git tree source test %d)", time.Now().UnixNano()))}})
 		if _, err := shared.Get(ctx, a, own[0], "tarball/own"); err != nil {
 			t.Fatal(err)
 		}
@@ -563,7 +566,7 @@ func TestGitTreeSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tarball.Close()
+	defer tarball.Close()
 	ownCache := filepath.Dir(filepath.Dir(tree.Dir)) // the test's cache: src/<id> is the tree
 	os.MkdirAll(filepath.Join(ownCache, "build"), 0o755)
 	if err := os.Symlink(sharedBuild, filepath.Join(ownCache, "build", tarball.ID)); err != nil {
