@@ -197,40 +197,11 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, err
 	}
 	start := time.Now()
-	out := b.BuildDir(a, in.Fragments)
-	seeded := ""
-	if _, err := os.Stat(out); os.IsNotExist(err) {
-		// Before build folders were per fragment set there was one per
-		// arch: the first build to come takes it over (reconfiguring it if
-		// its fragments differ) rather than starting cold.
-		legacy := filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
-		if fi, err := os.Stat(legacy); err == nil && fi.IsDir() {
-			os.Rename(legacy, out)
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return nil, err
-	}
-	unlock, err := lockFolder(ctx, out, syscall.LOCK_EX, 0)
+	out, seeded, unlock, err := b.folder(ctx, a, in)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Stat(out); os.IsNotExist(err) {
-		if seeded, err = b.seed(ctx, in, out); err != nil {
-			return nil, err
-		}
-		if seeded != "" && b.Log != nil {
-			fmt.Fprintf(b.Log, "build folder %s seeded from %s\n", out, seeded)
-		}
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	// Until this build ends well, the folder is nobody's seed.
-	if err := os.Remove(filepath.Join(out, builtRecord)); err != nil && !os.IsNotExist(err) {
-		return nil, err
-	}
 	if err := b.configure(ctx, a, in, out); err != nil {
 		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, short(in.Commit), err)
 	}
@@ -241,31 +212,9 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 		return nil, &BuildError{Arch: a.Name, Commit: in.Commit, Dir: out, Err: err}
 	}
 	made := time.Now()
-	dir := b.kernelDir(key)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	info := &Info{Key: key, Inputs: in, Compiled: compiled, Duration: time.Since(start), BuiltAt: time.Now().UTC(),
 		Configure: configured.Sub(start), Make: made.Sub(configured), Seeded: seeded}
-	info.Image = filepath.Join(dir, filepath.Base(a.ImagePath))
-	info.Config = filepath.Join(dir, "config")
-	if err := copyFile(filepath.Join(out, a.ImagePath), info.Image); err != nil {
-		return nil, err
-	}
-	if err := copyFile(filepath.Join(out, ".config"), info.Config); err != nil {
-		return nil, err
-	}
-	// System.map lets a later report resolve kernel addresses without the build tree.
-	copyFile(filepath.Join(out, "System.map"), filepath.Join(dir, "System.map"))
-	if info.BTF, err = saveBTF(ctx, a, out, dir); err != nil {
-		return nil, err
-	}
-	cfg, _ := os.ReadFile(info.Config)
-	info.ConfigSHA256 = fmt.Sprintf("%x", sha256.Sum256(cfg))
-	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
-		info.Release = strings.TrimSpace(string(rel))
-	}
-	if info.ImageSHA256, err = digest.File(info.Image); err != nil {
+	if err := b.store(ctx, a, out, info); err != nil {
 		return nil, err
 	}
 	if cold {
@@ -274,17 +223,85 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	if rec, err := json.Marshal(built{Src: b.SrcDir, Tree: in.Tree, Out: out}); err == nil {
 		os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
 	}
+	return info, nil
+}
+
+// folder makes the build folder for a and in ready and locked: the legacy
+// per-arch folder taken over, or a cold one seeded (seeded names from
+// where), and its record of a good last build removed until this one ends
+// well.
+func (b *Builder) folder(ctx context.Context, a arch.Arch, in Inputs) (out, seeded string, unlock func(), err error) {
+	out = b.BuildDir(a, in.Fragments)
+	if _, err := os.Stat(out); os.IsNotExist(err) {
+		// Before build folders were per fragment set there was one per
+		// arch: the first build to come takes it over (reconfiguring it if
+		// its fragments differ) rather than starting cold.
+		legacy := filepath.Join(b.CacheDir, "build", b.SourceID, a.Name)
+		if fi, err := os.Stat(legacy); err == nil && fi.IsDir() {
+			os.Rename(legacy, out)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", "", nil, err
+	}
+	if unlock, err = lockFolder(ctx, out, syscall.LOCK_EX, 0); err != nil {
+		return "", "", nil, err
+	}
+	fail := func(err error) (string, string, func(), error) { unlock(); return "", "", nil, err }
+	if _, err := os.Stat(out); os.IsNotExist(err) {
+		if seeded, err = b.seed(ctx, in, out); err != nil {
+			return fail(err)
+		}
+		if seeded != "" && b.Log != nil {
+			fmt.Fprintf(b.Log, "build folder %s seeded from %s\n", out, seeded)
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fail(err)
+	}
+	if err := os.Remove(filepath.Join(out, builtRecord)); err != nil && !os.IsNotExist(err) {
+		return fail(err)
+	}
+	return out, seeded, unlock, nil
+}
+
+// store copies what a build in out made into info's cache entry and fills
+// in what identifies it.
+func (b *Builder) store(ctx context.Context, a arch.Arch, out string, info *Info) error {
+	dir := b.kernelDir(info.Key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	info.Image = filepath.Join(dir, filepath.Base(a.ImagePath))
+	info.Config = filepath.Join(dir, "config")
+	if err := copyFile(filepath.Join(out, a.ImagePath), info.Image); err != nil {
+		return err
+	}
+	if err := copyFile(filepath.Join(out, ".config"), info.Config); err != nil {
+		return err
+	}
+	// System.map lets a later report resolve kernel addresses without the build tree.
+	copyFile(filepath.Join(out, "System.map"), filepath.Join(dir, "System.map"))
+	var err error
+	if info.BTF, err = saveBTF(ctx, a, out, dir); err != nil {
+		return err
+	}
+	cfg, _ := os.ReadFile(info.Config)
+	info.ConfigSHA256 = fmt.Sprintf("%x", sha256.Sum256(cfg))
+	if rel, err := os.ReadFile(filepath.Join(out, "include", "config", "kernel.release")); err == nil {
+		info.Release = strings.TrimSpace(string(rel))
+	}
+	if info.ImageSHA256, err = digest.File(info.Image); err != nil {
+		return err
+	}
 	// info.json is written last and atomically: an entry without it (lab
 	// killed mid-copy) is a miss, never a half-written kernel.
 	data, _ := json.MarshalIndent(info, "", "  ")
 	tmp := filepath.Join(dir, "info.json.tmp")
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, "info.json")); err != nil {
-		return nil, err
-	}
-	return info, nil
+	return os.Rename(tmp, filepath.Join(dir, "info.json"))
 }
 
 // sandbox is where make runs for the build directory out: nil (the host)

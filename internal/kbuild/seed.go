@@ -51,6 +51,9 @@ const seedLockWait = 15 * time.Minute
 // It returns what it seeded from, or "" when there is no usable seed.
 func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, error) {
 	cands, _ := filepath.Glob(filepath.Join(b.CacheDir, "build", "*", filepath.Base(out)))
+	if len(cands) == 0 {
+		return "", nil // a first build of this arch and fragments anywhere
+	}
 	want, err := lsTree(ctx, b.SrcDir, in.Tree)
 	if err != nil {
 		return "", err

@@ -136,19 +136,9 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		}
 	}
 
-	var kernels []kernelOf
-	if len(r.opt.Several) > 0 {
-		kernels, err = r.severalVariants(ctx, tree, art)
-	} else {
-		kernels, err = r.pairVariants(ctx, tree, art)
-	}
+	kernels, err := r.kernelsToBuild(ctx, tree, art)
 	if err != nil {
 		return nil, err
-	}
-	if only, err := variant.Parse(string(r.opt.Only)); r.opt.Only != "" && err == nil && len(r.opt.Several) == 0 {
-		// --only boots one variant: the other's kernel would be built for
-		// nothing (a cold debug-info build, for a bench-parity lab).
-		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != only })
 	}
 
 	beside, stop := r.initramfsBeside(ctx)
@@ -238,6 +228,21 @@ type kernelOf struct {
 	variant variant.Variant
 	commit  string
 	series  *series.Series
+}
+
+// kernelsToBuild are the kernels the run boots: the pair of one series
+// (or the one variant --only boots: the other's kernel would be built for
+// nothing, a cold debug-info build for a bench-parity lab), or the
+// baseline and each of several series.
+func (r *Runner) kernelsToBuild(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
+	if len(r.opt.Several) > 0 {
+		return r.severalVariants(ctx, tree, art)
+	}
+	kernels, err := r.pairVariants(ctx, tree, art)
+	if only, perr := variant.Parse(string(r.opt.Only)); err == nil && r.opt.Only != "" && perr == nil {
+		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != only })
+	}
+	return kernels, err
 }
 
 // pairVariants are the kernels of a run of one series: baseline, patched.
