@@ -540,11 +540,10 @@ func TestGitTreeSource(t *testing.T) {
 	// cache sees the shared cache's build folders (read only: they are
 	// copied) and keeps its own kernels.
 	a, _ := arch.Lookup("x86_64")
-	shared := &Kernels{Tree: tarball, CacheDir: cacheDir(t), Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	if tarball, err = source.Prepare(ctx, source.Origin(lab.Source), cacheDir(t), t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	shared.Tree = tarball
+	shared := &Kernels{Tree: tarball, CacheDir: cacheDir(t), Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	want, err := shared.Get(ctx, a, rev.Baseline, "tarball/baseline")
 	if err != nil {
 		t.Fatal(err)
@@ -556,10 +555,10 @@ func TestGitTreeSource(t *testing.T) {
 		// their builds. A build of this run's own there makes it one; the
 		// tree stays locked until the seed is taken, so that no other
 		// package's build comes between.
-		own := testenv.CommitBranch(t, filepath.Join(tarball.Dir, ".git"), tarball.BaseHash, []testenv.Edit{{
+		logLine := testenv.CommitBranch(t, filepath.Join(tarball.Dir, ".git"), tarball.BaseHash, []testenv.Edit{{
 			Subject: "init: a log line of TestGitTreeSource's", File: "init/main.c",
 			Change: testenv.Replace("Run %s as init process", fmt.Sprintf("Run %%s as init process (git tree source test %d)", time.Now().UnixNano()))}})
-		if _, err := shared.Get(ctx, a, own[0], "tarball/own"); err != nil {
+		if _, err := shared.Get(ctx, a, logLine[0], "tarball/own"); err != nil {
 			t.Fatal(err)
 		}
 		if err := tarball.Checkout(ctx, tarball.BaseHash); err != nil {
