@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/spec"
+	"lab/internal/variant"
 )
 
 // A manifest records what `lab build` (or any run that built) put in the
@@ -60,7 +63,12 @@ type manifest struct {
 
 func manifestPath(cache, key string) string { return filepath.Join(cache, "manifests", key+".json") }
 
-// saveManifests records, per arch, what the run built.
+// saveManifests records, per arch, what the run built. A run that built
+// some of the lab's kernels (lab run --only) adds them to the manifest
+// and keeps the others' entries: the key is the build's content, so an
+// entry of another variant is as good as it was, and a --no-build boot
+// job needs every kernel (a manifest cut down to the one variant a
+// concurrent --only run built made a shard boot half its pairs).
 func saveManifests(cache string, lab *spec.Lab, art *Artifacts) error {
 	for _, a := range lab.Matrix.Arch {
 		key, err := manifestKey(lab, a)
@@ -78,31 +86,55 @@ func saveManifests(cache string, lab *spec.Lab, art *Artifacts) error {
 				m.Initramfs = i
 			}
 		}
-		data, err := json.MarshalIndent(m, "", "  ")
-		if err != nil {
-			return err
-		}
-		p := manifestPath(cache, key)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		tmp := p + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := writeManifest(manifestPath(cache, key), m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// writeManifest writes m at p, keeping the kernels of variants m lacks
+// from the manifest there. Concurrent runs of one lab take turns (a lock
+// beside it), so that neither drops the other's variants.
+func writeManifest(p string, m manifest) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(p+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("manifest %s: %w", p, err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock manifest %s: %w", p, err)
+	}
+	var old manifest
+	if data, err := os.ReadFile(p); err == nil && json.Unmarshal(data, &old) == nil {
+		for _, k := range old.Kernels {
+			if !slices.ContainsFunc(m.Kernels, func(n results.Kernel) bool { return n.Variant == k.Variant }) {
+				m.Kernels = append(m.Kernels, k)
+			}
+		}
+	}
+	sort.SliceStable(m.Kernels, func(i, j int) bool { return m.Kernels[i].Variant < m.Kernels[j].Variant })
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
 // ErrNotBuilt says the cache lacks what --no-build needs.
 var ErrNotBuilt = errors.New("not in the cache: run `lab build` with the same lab file, flags and --cache first")
 
 // loadManifests gives the artifacts of the lab from the cache alone, and
-// checks every image against its recorded sha256.
-func loadManifests(cache string, lab *spec.Lab) (*Artifacts, error) {
+// checks every image against its recorded sha256 and that the kernels of
+// every variant in want are there.
+func loadManifests(cache string, lab *spec.Lab, want []variant.Variant) (*Artifacts, error) {
 	art := &Artifacts{}
 	archs := append([]string(nil), lab.Matrix.Arch...)
 	sort.Strings(archs)
@@ -121,8 +153,16 @@ func loadManifests(cache string, lab *spec.Lab) (*Artifacts, error) {
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("--no-build: manifest %s: %w", manifestPath(cache, key), err)
 		}
+		for _, v := range want {
+			if !slices.ContainsFunc(m.Kernels, func(k results.Kernel) bool { return k.Variant == v }) {
+				return nil, fmt.Errorf("--no-build: no %s/%s kernel of %s in %s: %w", a, v, lab.Name, manifestPath(cache, key), ErrNotBuilt)
+			}
+		}
 		b := &kbuild.Builder{CacheDir: cache}
 		for _, k := range m.Kernels {
+			if !slices.Contains(want, k.Variant) {
+				continue
+			}
 			info, err := b.LookupKey(k.Info.Key)
 			if err != nil {
 				return nil, err

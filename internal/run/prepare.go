@@ -97,7 +97,11 @@ func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, pr
 // manifest per arch); with --no-build it takes it from the cache alone.
 func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if r.opt.NoBuild {
-		art, err := loadManifests(r.opt.CacheDir, r.lab)
+		want := variant.Both
+		if only, err := variant.Parse(string(r.opt.Only)); r.opt.Only != "" && err == nil {
+			want = []variant.Variant{only}
+		}
+		art, err := loadManifests(r.opt.CacheDir, r.lab, want)
 		if err == nil {
 			r.logf("--no-build: %d kernels and %d initramfs images from %s", len(art.Kernels), len(art.Initramfs), r.opt.CacheDir)
 		}
