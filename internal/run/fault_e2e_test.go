@@ -1,4 +1,4 @@
-package run
+package run_test
 
 // Faults, injected for real: series that panic or hang the guest, a QEMU
 // killed mid-benchmark, a QEMU that cannot start, a full disk, a damaged
@@ -24,6 +24,8 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/run/runtest"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
@@ -40,7 +42,7 @@ const hitPath = "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n"
 func faultLab(t *testing.T, name string, edit testenv.Edit, measure string) *spec.Lab {
 	t.Helper()
 	root := testenv.Checkout(t, "../..")
-	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cacheDir(t), t.Logf)
+	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, runtest.CacheDir(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +67,18 @@ matrix:
 	return lab
 }
 
-func runQuiet(t *testing.T, ctx context.Context, opt Options) (*results.Run, string, error, string) {
+func runQuiet(t *testing.T, ctx context.Context, opt run.Options) (*results.Run, string, error, string) {
 	t.Helper()
 	var out syncBuffer
 	opt.Out = &out
 	if opt.CacheDir == "" {
-		opt.CacheDir = cacheDir(t)
+		opt.CacheDir = runtest.CacheDir(t)
 	}
 	if opt.ResultsDir == "" {
 		opt.ResultsDir = t.TempDir()
 	}
 	opt.ModuleRoot, opt.Command = "../..", []string{"go", "test"}
-	res, dir, err := Run(ctx, opt)
+	res, dir, err := run.Run(ctx, opt)
 	return res, dir, err, out.String()
 }
 
@@ -145,13 +147,13 @@ func TestFaultGuestPanic(t *testing.T) {
 	e2e(t)
 	lab := faultLab(t, "fault-panic", testenv.Edit{Subject: "uprobes: panic on the first hit", File: "kernel/events/uprobes.c",
 		Change: testenv.Replace(hitPath, hitPath+"\tpanic(\"lab test: a uprobe was hit\");\n")}, "icount")
-	res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+	res, dir, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1})
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	checkFault(t, res, dir, err, results.FailPanic)
 	// Again, the panicking kernel alone: the same kind of failure.
-	res, dir, err, out = runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1, Only: variant.Patched})
+	res, dir, err, out = runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1, Only: variant.Patched})
 	if res == nil {
 		t.Fatalf("again: %v\n%s", err, out)
 	}
@@ -168,7 +170,7 @@ func TestFaultGuestHang(t *testing.T) {
 	lab := faultLab(t, "fault-hang", testenv.Edit{Subject: "uprobes: spin with interrupts off on a hit", File: "kernel/events/uprobes.c",
 		Change: testenv.Replace(hitPath, hitPath+"\tlocal_irq_disable();\n\tfor (;;)\n\t\tcpu_relax();\n")}, "wall")
 	start := time.Now()
-	res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+	res, dir, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1})
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -180,7 +182,7 @@ func TestFaultGuestHang(t *testing.T) {
 // failure, the boot before it kept.
 func TestFaultQEMUKilled(t *testing.T) {
 	e2e(t)
-	lab := smallLab(t, "x86_64")
+	lab := runtest.SmallLab(t, "x86_64")
 	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
@@ -205,7 +207,7 @@ func TestFaultQEMUKilled(t *testing.T) {
 			}
 		}
 	}()
-	res, dir, err, out := runQuiet(t, ctx, Options{Lab: lab, ResultsDir: resultsDir, Parallel: 1})
+	res, dir, err, out := runQuiet(t, ctx, run.Options{Lab: lab, ResultsDir: resultsDir, Parallel: 1})
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -248,7 +250,7 @@ func TestFaultFullDisk(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("mounting a small tmpfs needs root")
 	}
-	lab := smallLab(t, "x86_64")
+	lab := runtest.SmallLab(t, "x86_64")
 	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func TestFaultFullDisk(t *testing.T) {
 		t.Skipf("mount tmpfs: %v %s", err, out)
 	}
 	defer exec.Command("umount", "-l", tiny).Run()
-	res, dir, err, out := runQuiet(t, context.Background(), Options{Lab: lab, ResultsDir: tiny, Parallel: 1})
+	res, dir, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, ResultsDir: tiny, Parallel: 1})
 	if err == nil || !strings.Contains(err.Error(), "no space left") {
 		t.Errorf("err = %v, want a clear \"no space left\" error\n%s", err, out)
 	}
@@ -285,22 +287,22 @@ func TestFaultDamagedCacheEntry(t *testing.T) {
 		Subject: "uprobes: a kernel of this test's own", File: "kernel/events/uprobes.c",
 		Change: func(s string) string { return s + "\n/* lab test: TestFaultDamagedCacheEntry's own kernel */\n" },
 	}, spec.MeasureICount)
-	res, _, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Only: variant.Patched, BuildOnly: true})
+	res, _, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Only: variant.Patched, BuildOnly: true})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	k, err := (&Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
+	k, err := (&run.Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(k.Info.Image, 4096); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err, out = runQuiet(t, context.Background(), Options{Lab: lab, Only: variant.Patched, Parallel: 1})
+	res, _, err, out = runQuiet(t, context.Background(), run.Options{Lab: lab, Only: variant.Patched, Parallel: 1})
 	if err != nil {
 		t.Fatalf("after damaging the cache: %v\n%s", err, out)
 	}
-	again, _ := (&Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
+	again, _ := (&run.Artifacts{Kernels: res.Kernels}).Kernel("x86_64", variant.Patched)
 	if again.Cached || again.Info.Key != k.Info.Key || !res.Boots[0].OK() {
 		t.Errorf("the damaged kernel was reused (cached %v) or not rebuilt under its key\n%s", again.Cached, out)
 	}
@@ -312,7 +314,7 @@ func TestFaultDamagedCacheEntry(t *testing.T) {
 // cache, the source tree and the results folder, not the boots.
 func TestFaultConcurrentRuns(t *testing.T) {
 	e2e(t)
-	srcu := smallLab(t, "x86_64")
+	srcu := runtest.SmallLab(t, "x86_64")
 	srcu.Matrix.CPUs, srcu.Matrix.Producers, srcu.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
 	lazy, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
 	if err != nil {
@@ -335,7 +337,7 @@ func TestFaultConcurrentRuns(t *testing.T) {
 			defer wg.Done()
 			var res *results.Run
 			var out string
-			res, dirs[i], errs[i], out = runQuiet(t, context.Background(), Options{Lab: l, ResultsDir: shared, Parallel: 1, Only: variant.Patched})
+			res, dirs[i], errs[i], out = runQuiet(t, context.Background(), run.Options{Lab: l, ResultsDir: shared, Parallel: 1, Only: variant.Patched})
 			if errs[i] == nil && (res == nil || len(res.Boots) != 1 || !res.Complete) {
 				errs[i] = fmt.Errorf("incomplete run\n%s", out)
 			}
@@ -360,7 +362,7 @@ func TestFaultSeriesDoesNotCompile(t *testing.T) {
 	e2e(t)
 	lab := faultLab(t, "fault-broken", testenv.Edit{Subject: "uprobes: a declaration that does not compile", File: "kernel/events/uprobes.c",
 		Change: func(s string) string { return s + "\nint lab_fault_broken = ;\n" }}, "icount")
-	_, _, err, out := runQuiet(t, context.Background(), Options{Lab: lab, Parallel: 1})
+	_, _, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1})
 	if err == nil {
 		t.Fatalf("a series that does not compile ran\n%s", out)
 	}

@@ -1,0 +1,355 @@
+// Package runtest holds what the end-to-end tests of lab run share: the
+// small lab they boot, the kernel cache, and the checks of a run's record.
+package runtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/internal/benchmark"
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/spec"
+	"lab/internal/testenv"
+	"lab/internal/topology"
+	"lab/internal/variant"
+)
+
+// Root is the module's root: the tests of any package find labs/ and
+// the guest's sources from it.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// CacheDir is the kernel cache the end-to-end tests share: $LAB_CACHE, or
+// lab's default.
+func CacheDir(t testing.TB) string {
+	if d := os.Getenv("LAB_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(home, ".cache", "lab")
+}
+
+// SmallLab is labs/uprobe-srcu.yaml cut down to one short boot per variant,
+// without warm-up: a guest second costs ~2.7 s of host CPU under icount. The
+// tests that check the warm-up's record ask for one themselves.
+func SmallLab(t testing.TB, archName string) *spec.Lab {
+	lab, err := spec.Load(filepath.Join(Root(t), "labs", "uprobe-srcu.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Matrix
+	m.Arch, m.CPUs, m.Producers, m.Boots = []string{archName}, []int{2}, []int{1, 2}, 1
+	m.Benchmarks = []string{"uprobe-nop"}
+	m.Duration.Duration, m.Warmup.Duration = time.Second, 0
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return lab
+}
+
+// Run runs lab as lab run does, and gives its record, folder and output.
+func Run(t testing.TB, lab *spec.Lab) (*results.Run, string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	res, dir, err := run.Run(context.Background(), run.Options{
+		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
+		Command: []string{"go", "test"}, Out: &out,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	return res, dir, out.String()
+}
+
+// CheckRun checks a run of SmallLab (with a warm-up): both variants
+// built, booted and measured, with the provenance a record must carry.
+func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
+	t.Helper()
+	if !res.Complete {
+		t.Error("run not marked complete")
+	}
+	saved, err := results.Load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The point release is whatever Debian ships today: read it from the
+	// installed package, never pin it.
+	if want := testenv.DebianKernelVersion(t, spec.DefaultPackage); saved.Source.Version != want || !strings.Contains(saved.Source.Desc, "linux-source-6.12") {
+		t.Errorf("source provenance: %+v", saved.Source)
+	}
+	if saved.Series.Mode != spec.ModeRevert || len(saved.Series.Patches) != 1 || len(saved.Series.Patches[0].SHA256) != 64 {
+		t.Errorf("series provenance: %+v", saved.Series)
+	}
+	if saved.Series.Variants.Baseline == saved.Series.Variants.Patched {
+		t.Error("baseline and patched are the same commit")
+	}
+	if saved.Host.CPUs == 0 || saved.Host.CPUModel == "" || saved.LabVersion == "" {
+		t.Errorf("host provenance: %+v, lab %q", saved.Host, saved.LabVersion)
+	}
+	images := map[variant.Variant]string{}
+	for _, k := range saved.Kernels {
+		if len(k.Info.ConfigSHA256) != 64 || k.Info.Release == "" || k.Info.Inputs.Compiler == "" {
+			t.Errorf("kernel provenance: %+v", k.Info)
+		}
+		images[k.Variant] = k.Info.ConfigSHA256
+	}
+	if len(images) != 2 {
+		t.Errorf("want both variants built, got %v", images)
+	}
+	if len(saved.Boots) != 2 {
+		t.Fatalf("boots = %d, want 2", len(saved.Boots))
+	}
+	for _, b := range saved.Boots {
+		if !b.OK() {
+			t.Errorf("boot %d (%s) failed: %+v", b.Index, b.Variant, b.Failure)
+			continue
+		}
+		if b.Hello == nil || !strings.HasPrefix(b.Hello.Release, saved.Source.Version) || b.Hello.OnlineCPUs != 2 {
+			t.Errorf("boot %d guest: %+v", b.Index, b.Hello)
+		}
+		if b.Outcome == nil || b.Outcome.QEMUVersion == "" || len(b.Outcome.VCPUs) != 2 || b.Accel.Reason == "" {
+			t.Errorf("boot %d QEMU provenance: %+v accel %+v", b.Index, b.Outcome, b.Accel)
+		}
+		if _, err := os.Stat(filepath.Join(dir, b.Console)); err != nil {
+			t.Errorf("boot %d console log: %v", b.Index, err)
+		}
+		// uprobe-nop and the two controls, at 1 and 2 producers.
+		if len(b.Results) != 6 {
+			t.Errorf("boot %d: %d results, want 6", b.Index, len(b.Results))
+		}
+		if r := b.Ratios(); len(r) == 0 || r[0].Benchmark != "uprobe-nop" || r[0].Producers != 2 || r[0].Value <= 0 {
+			t.Errorf("boot %d: no scaling ratio: %v", b.Index, r)
+		}
+		for _, r := range b.Results {
+			if r.Error != "" || r.Unsupported != "" {
+				t.Errorf("boot %d %s p=%d: %s%s", b.Index, r.Benchmark, r.Producers, r.Error, r.Unsupported)
+				continue
+			}
+			if len(r.Samples) != 1 || len(r.Warmup) != 1 {
+				t.Errorf("boot %d %s p=%d: %d samples, %d warm-up", b.Index, r.Benchmark, r.Producers, len(r.Samples), len(r.Warmup))
+			}
+			for _, s := range r.Samples {
+				if s.Hits == 0 || s.Rate <= 0 || s.IntervalNS < 5e8 {
+					t.Errorf("boot %d %s p=%d: sample %+v", b.Index, r.Benchmark, r.Producers, s)
+				}
+			}
+			if r.Benchmark == "uprobe-nop" && !strings.Contains(r.Attach, "/lab-producer:nop+0") {
+				t.Errorf("attach point not recorded: %q", r.Attach)
+			}
+		}
+	}
+	table := report.Text(report.Build(saved, dir, "test"), false)
+	if !strings.Contains(table, "uprobe-srcu · "+archName+" · 2 vCPUs · TCG") && !strings.Contains(string(table), "KVM") {
+		t.Errorf("table header:\n%s", table)
+	}
+}
+
+// Build builds (or finds in the cache) a lab's kernels and initramfs as
+// lab build does, with no boot.
+func Build(t testing.TB, lab *spec.Lab) (*results.Run, string) {
+	t.Helper()
+	var out bytes.Buffer
+	res, _, err := run.Run(context.Background(), run.Options{
+		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
+		Command: []string{"go", "test"}, Out: &out, BuildOnly: true,
+	})
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out.String())
+	}
+	return res, out.String()
+}
+
+// BothVariants runs SmallLab on arch (both variants built, booted,
+// measured; the record checked), then builds it again and checks that
+// nothing was compiled: the kernels come from the cache, as lab build
+// looks them up.
+func BothVariants(t *testing.T, a string) {
+	lab := SmallLab(t, a)
+	lab.Matrix.Warmup.Duration = time.Second // CheckRun checks its record
+	res, dir, out := Run(t, lab)
+	t.Logf("first run:\n%s", out)
+	CheckRun(t, res, dir, a)
+
+	// The second time, the kernels come from the cache: lab build
+	// looks them up as lab run does, without the boots.
+	again, out := Build(t, lab)
+	t.Logf("second run:\n%s", out)
+	if len(again.Kernels) != 2 {
+		t.Fatalf("second run kernels: %+v", again.Kernels)
+	}
+	for _, k := range again.Kernels {
+		if !k.Cached {
+			t.Errorf("second run compiled %s/%s again", k.Arch, k.Variant)
+		}
+	}
+	if !strings.Contains(out, "cached, 0 compiled") {
+		t.Errorf("second run does not say it compiled nothing:\n%s", out)
+	}
+}
+
+// NUMA boots a NUMA guest of arch and checks that both QEMU (QMP) and the
+// guest kernel saw the layout asked for: an arm64 guest with 4 nodes, an
+// x86_64 guest with 2 nodes on 2 sockets.
+func NUMA(t *testing.T, a string) {
+	i := slices.IndexFunc(numaShapes, func(s numaShape) bool { return s.arch == a })
+	if i < 0 {
+		t.Fatalf("no NUMA shape for %s", a)
+	}
+	tc := numaShapes[i]
+	lab := SmallLab(t, tc.arch)
+	m := &lab.Matrix
+	m.CPUs, m.NUMA, m.Sockets, m.Memory, m.Producers = []int{tc.cpus}, []int{tc.numa}, tc.sockets, tc.memory, []int{1}
+	m.Duration.Duration = time.Second
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, dir, err := run.Run(context.Background(), run.Options{
+		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
+		Command: []string{"go", "test"}, Out: &out, Only: variant.Patched,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	b := res.Boots[0]
+	t.Logf("QEMU's view: vCPUs %+v, memdevs %+v", b.Outcome.VCPUs, b.Outcome.Memdevs)
+	t.Logf("guest's view: %s", topology.GuestText(b.Hello))
+	if b.Shape == nil || len(b.Shape.Nodes) != tc.numa {
+		t.Fatalf("shape %+v", b.Shape)
+	}
+	// The run already verified both views; check the record too.
+	if len(b.Hello.Nodes) != tc.numa {
+		t.Fatalf("guest nodes %+v", b.Hello.Nodes)
+	}
+	for i, n := range b.Hello.Nodes {
+		if n.CPUs != tc.wantNodeCPUs[i] || n.MemTotalKiB == 0 {
+			t.Errorf("guest node %d: %+v, want CPUs %s", i, n, tc.wantNodeCPUs[i])
+		}
+	}
+	sockets := map[int]bool{}
+	for _, v := range b.Outcome.VCPUs {
+		sockets[v.Props.Socket] = true
+		if want := v.Index / (tc.cpus / tc.numa); v.Props.Node != want {
+			t.Errorf("QMP: vCPU %d in node %d, want %d", v.Index, v.Props.Node, want)
+		}
+	}
+	if len(sockets) != tc.wantSocketsQMP || len(b.Outcome.Memdevs) != tc.numa {
+		t.Errorf("QMP: %d sockets, memdevs %+v", len(sockets), b.Outcome.Memdevs)
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("%d NUMA nodes", tc.numa)) {
+		t.Errorf("the table does not show the nodes:\n%s", out.String())
+	}
+	t.Logf("boot to agent: %v", b.Outcome.ToAgent)
+	// x86_64 under TCG gets lpj=, so no secondary CPU runs the slow
+	// delay-loop calibration.
+	console, _ := os.ReadFile(filepath.Join(dir, b.Console))
+	if tc.arch == "x86_64" && bytes.Contains(console, []byte("calibrate_delay_direct() failed")) {
+		t.Errorf("secondary CPUs calibrated their delay loops (no lpj=?): %s", filepath.Join(dir, b.Console))
+	}
+}
+
+// numaShape is a NUMA layout and what QEMU and the guest must show of it.
+type numaShape struct {
+	arch           string
+	cpus, numa     int
+	sockets        int
+	memory         string
+	wantNodeCPUs   []string
+	wantSocketsQMP int
+}
+
+var numaShapes = []numaShape{
+	{"arm64", 16, 4, 0, "2G", []string{"0-3", "4-7", "8-11", "12-15"}, 4},
+	{"x86_64", 4, 2, 2, "1G", []string{"0-1", "2-3"}, 2},
+}
+
+// BenchSuite boots labs/bench-suite.yaml's benchmarks that arch supports,
+// on the patched kernel alone (the agent runs the same code on both, and a
+// boot of each would double the test), and checks each has a figure and,
+// for a probe, its probe-free baseline.
+func BenchSuite(t *testing.T, a string) {
+	lab, err := spec.Load(filepath.Join(Root(t), "labs", "bench-suite.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Matrix
+	m.Arch, m.CPUs, m.Producers, m.Boots = []string{a}, []int{2}, []int{2}, 1
+	m.Duration.Duration, m.Warmup.Duration = time.Second, 0
+	var benches []string
+	for _, name := range m.Benchmarks {
+		if b, _ := benchmark.Lookup(name); b.UnsupportedOn(a) == "" {
+			benches = append(benches, name)
+		}
+	}
+	m.Benchmarks = benches
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// One variant: the agent runs the same code on both, and a boot
+	// of each would double the test (45 s an arch).
+	var buf bytes.Buffer
+	res, dir, err := run.Run(context.Background(), run.Options{
+		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
+		Command: []string{"go", "test"}, Out: &buf, Only: variant.Patched,
+	})
+	out := buf.String()
+	t.Log(out)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if len(res.Boots) != 1 {
+		t.Fatalf("%d boots", len(res.Boots))
+	}
+	for _, b := range res.Boots {
+		if !b.OK() {
+			t.Errorf("boot %d %s: %+v", b.Index, b.Variant, b.Failure)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, r := range b.Results {
+			seen[fmt.Sprintf("%s/%d", r.Benchmark, r.Producers)] = true
+			if r.Error != "" || r.Unsupported != "" || len(r.Samples) != 1 || r.Samples[0].Hits == 0 {
+				t.Errorf("%s %s p=%d: error %q unsupported %q samples %+v", b.Variant, r.Benchmark, r.Producers, r.Error, r.Unsupported, r.Samples)
+			}
+			if bench, _ := benchmark.Lookup(r.Benchmark); bench.Probe() && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
+				t.Errorf("%s %s p=%d: no probe-free baseline", b.Variant, r.Benchmark, r.Producers)
+			}
+			if r.Benchmark == "kretprobe-flock-tracefs" && r.Counters["kprobe_profile_hits"] == 0 {
+				t.Errorf("%s: kprobe_profile shows no hits: %v", r.Benchmark, r.Counters)
+			}
+		}
+		for _, bench := range benches {
+			if !seen[bench+"/2"] {
+				t.Errorf("%s: no result for %s p=2", b.Variant, bench)
+			}
+		}
+	}
+	t.Logf("results in %s", dir)
+}
