@@ -210,6 +210,7 @@ func exitCases() []exitCase {
 		{"run", exitcode.Usage, "a flag of lab plan", drive(bg, "run", srcuLab, "--shards", "2")},
 		{"run", exitcode.Regression, "--fail-on-regression", gated("run", regressed, true, false)},
 		{"run", exitcode.Claims, "--require-claims", gated("run", unclaimed, false, true)},
+		{"run", exitcode.SameImage, "one image on both sides", ends(bg, "run", &run.SameImageError{Same: []string{"x86_64"}})},
 		{"run", exitcode.Infra, "every failed boot QEMU's", ends(bg, "run", infra)},
 		{"run", exitcode.Infra, "a full disk", ends(bg, "run", diskFull)},
 		{"run", exitcode.Interrupted, "SIGINT", ends(sigint, "run", stop)},

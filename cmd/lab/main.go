@@ -206,6 +206,7 @@ func exitCode(ctx context.Context, err error) exitcode.Code {
 	var ue usageError
 	var fe *spec.FlagError
 	var fb *run.FailedBootsError
+	var same *run.SameImageError
 	var ie *vm.InfraError
 	var ss stopSignal
 	switch {
@@ -221,6 +222,8 @@ func exitCode(ctx context.Context, err error) exitcode.Code {
 		return ce.code
 	case errors.As(err, &ue), errors.As(err, &fe):
 		return exitcode.Usage
+	case errors.As(err, &same):
+		return exitcode.SameImage
 	case errors.As(err, &fb):
 		if fb.Infrastructure() {
 			return exitcode.Infra
@@ -438,6 +441,12 @@ func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		res, dir, err := run.Run(ctx, opt)
+		var same *run.SameImageError
+		if errors.As(err, &same) {
+			// Nothing was measured: no report, nothing for the history.
+			fmt.Fprintf(os.Stderr, "lab: the kernels are recorded in %s\n", runfolder.Folder{Dir: dir}.Results())
+			return err
+		}
 		if err != nil && res != nil && dir != "" {
 			if ctx.Err() != nil {
 				fmt.Fprintf(os.Stderr, "lab: interrupted; what was measured is saved in %s\n", dir)

@@ -39,6 +39,8 @@ const (
 
 	Infra Code = 5 // QEMU or the host failed, not the kernel
 
+	SameImage Code = 6 // lab run: the kernels compared are one image, nothing booted
+
 	Interrupted Code = 130 // 128 + SIGINT
 	Terminated  Code = 143 // 128 + SIGTERM
 
@@ -124,6 +126,9 @@ func Table() []Entry {
 		{Infra, "infrastructure", "not the kernel's fault: QEMU could not start or died, or the disk is full " +
 			"(lab run: when no failed boot was the kernel's fault; one that was makes it 1)",
 			[]string{"run", "build", "bisect", "track", "merge"}, MayHelp},
+		{SameImage, "same-image", "the kernels to compare have the same image (the series changes no code): lab says so and boots nothing " +
+			"(--boot-same-image boots them anyway)",
+			[]string{"run"}, Answer},
 		{Skip, "skip", "HEAD does not build or boot, or it stayed unclear: git bisect skips it",
 			[]string{BisectRun}, Answer},
 		{Stop, "stop", "git bisect stops: the ends do not differ, the command line is wrong, or lab failed, whatever the reason",

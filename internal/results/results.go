@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +88,33 @@ func (r *Run) Commit(v variant.Variant) string {
 		}
 	}
 	return ""
+}
+
+// SameImages says, per arch, which of the comparisons are between two
+// kernels with one image (builds are reproducible: a series that changes
+// no code gives its baseline's image), and whether every comparison on
+// every arch is.
+func (r *Run) SameImages(comparisons []variant.Comparison) (same []string, all bool) {
+	image := map[string]string{}
+	var archs []string
+	for _, k := range r.Kernels {
+		image[k.Arch+"/"+string(k.Variant)] = k.Info.ImageSHA256
+		if !slices.Contains(archs, k.Arch) {
+			archs = append(archs, k.Arch)
+		}
+	}
+	all = len(archs) > 0 && len(comparisons) > 0
+	for _, a := range archs {
+		for _, c := range comparisons {
+			x, y := image[a+"/"+string(c.Patched)], image[a+"/"+string(c.Against)]
+			if x == "" || x != y {
+				all = false
+				continue
+			}
+			same = append(same, fmt.Sprintf("the %s %s and %s kernels are one image (sha256 %s)", a, c.Against, c.Patched, x))
+		}
+	}
+	return same, all
 }
 
 // SeriesVariants are the kernels of a run of several series in boot order
@@ -403,8 +431,10 @@ func Load(path string) (*Run, error) {
 	}
 	if len(r.Boots) == 0 {
 		// A run saves results.json before its first boot: while it runs
-		// (no finish time yet) that file is what there is.
-		if r.Finished.IsZero() {
+		// (no finish time yet) that file is what there is. A complete
+		// run with no boots had none to make: a build (lab build), or
+		// kernels of one image (no code change).
+		if r.Finished.IsZero() || r.Complete {
 			return r, nil
 		}
 		return nil, fmt.Errorf("%s: run %s of lab %s has no boots: it stopped before its first boot; its logs are in %s", path, r.RunID, r.Lab, filepath.Dir(path))

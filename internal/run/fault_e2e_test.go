@@ -308,6 +308,35 @@ func TestFaultDamagedCacheEntry(t *testing.T) {
 	}
 }
 
+// A series that changes no code (a comment at the end of a file) builds
+// the baseline's image: lab run says so and boots nothing, and the record
+// keeps both kernels and the note.
+func TestRunSeriesWithoutCode(t *testing.T) {
+	e2e(t)
+	lab := faultLab(t, "no-code", testenv.Edit{
+		Subject: "uprobes: a comment and nothing else", File: "kernel/events/uprobes.c",
+		Change: func(s string) string { return s + "\n/* lab test: TestRunSeriesWithoutCode's comment */\n" },
+	}, spec.MeasureICount)
+	res, dir, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1})
+	var same *run.SameImageError
+	if !errors.As(err, &same) || res == nil || len(res.Boots) != 0 || len(res.Kernels) != 2 {
+		t.Fatalf("err %v; want no code change, no boots, 2 kernels\n%s", err, out)
+	}
+	if res.Kernels[0].Info.ImageSHA256 != res.Kernels[1].Info.ImageSHA256 || !res.Complete {
+		t.Errorf("kernels %+v, complete %v", res.Kernels, res.Complete)
+	}
+	saved, err := results.Load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Notes) != 1 || !strings.Contains(saved.Notes[0], "one image (sha256 "+res.Kernels[0].Info.ImageSHA256+")") {
+		t.Errorf("saved notes %q", saved.Notes)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "boots")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run made a boot folder: %v", err)
+	}
+}
+
 // Two runs of different labs, and two of the same lab, at once on one
 // cache (three runs: srcu twice, lazy once): all finish, each with its own
 // folder and figures. Each boots its patched kernel: what is shared is the

@@ -24,6 +24,9 @@ type Flags struct {
 	Shard    flagval.String
 	NoBuild  flagval.Bool
 	Sandbox  flagval.String
+	// SameImage boots kernels that have one image: by default a run whose
+	// comparisons are all between identical images boots nothing.
+	SameImage flagval.Bool
 }
 
 // RegisterFlags adds the run options to fs.
@@ -37,6 +40,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Shard, "shard", "K/N: boot only this shard's pairs of boots (0 <= K < N); lab merge makes one run of the shards")
 	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
 	fs.Var(&f.Sandbox, "sandbox", "build in a bubblewrap namespace (no network, read-only host): auto (when the lab or its series comes from outside lab's checkout, or from standard input), on or off")
+	fs.Var(&f.SameImage, "boot-same-image", "boot the kernels even when the series changes no code (both images one sha256): by default lab says so and boots nothing")
 	fs.Var(&f.Parallel, "parallel", "boots at once (default: the host's CPUs under icount; 1 under the wall clock, where lab run takes more with a caveat and lab bisect refuses it)")
 }
 
@@ -57,7 +61,7 @@ func (f *Flags) Apply(opt *Options, root string) error {
 		}
 		opt.Shard = sh
 	}
-	opt.NoBuild = f.NoBuild.V
+	opt.NoBuild, opt.BootSameImage = f.NoBuild.V, f.SameImage.V
 	switch f.Sandbox.V {
 	case "", "auto":
 		// A lab or a series from outside lab's own checkout is someone

@@ -7,11 +7,13 @@ package run
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +52,9 @@ type Options struct {
 	// BuildOnly builds every kernel and initramfs and boots nothing (lab
 	// build); NoBuild boots only what the cache holds (lab run --no-build).
 	BuildOnly, NoBuild bool
+	// BootSameImage boots kernels that share an image; without it a run
+	// whose every comparison is of one image says so and boots nothing.
+	BootSameImage bool
 	// Sandbox builds in a bubblewrap namespace: no network, the host
 	// read-only but for the build and ccache directories.
 	Sandbox bool
@@ -218,7 +223,8 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	}
 	r.run.Finished = time.Now().UTC()
 	r.run.Elapsed = time.Since(r.start)
-	r.run.Complete = err == nil
+	var same *SameImageError
+	r.run.Complete = err == nil || errors.As(err, &same)
 	if werr := r.save(); werr != nil && err == nil {
 		err = werr
 	}
@@ -238,9 +244,11 @@ func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) 
 	if err := r.save(); err != nil {
 		return err
 	}
-	if r.opt.BuildOnly {
-		r.logf("built: %s", r.dir)
-		return nil
+	if err := r.checkImages(); err != nil || r.opt.BuildOnly {
+		if err == nil {
+			r.logf("built: %s", r.dir)
+		}
+		return err
 	}
 	failed, err := r.measure(ctx, plans, slots, art)
 	if err != nil {
@@ -335,6 +343,41 @@ func checkSeveral(opt Options) error {
 		return fmt.Errorf("several series: lab build and --no-build take one series (the cache's manifests record one)")
 	}
 	return nil
+}
+
+// checkImages says which compared kernels share an image: builds are
+// reproducible, so a series that changes no code (comments, docs) gives
+// its baseline's image, and boots of the two could only measure noise. A
+// run whose every comparison is of one image boots nothing, unless asked
+// to (--boot-same-image); lab build only says so.
+func (r *Runner) checkImages() error {
+	if r.opt.Only != "" {
+		return nil
+	}
+	var comparisons []variant.Comparison
+	if len(r.opt.Several) == 0 {
+		comparisons = []variant.Comparison{{Patched: variant.Patched, Against: variant.Baseline}}
+	} else {
+		comparisons = variant.Comparisons(r.opt.kernels()[1:])
+	}
+	same, all := r.run.SameImages(comparisons)
+	for _, s := range same {
+		r.logf("no code change: %s", s)
+		r.run.Notes = append(r.run.Notes, "no code change: "+s)
+	}
+	if !all || r.opt.BuildOnly || r.opt.BootSameImage {
+		return r.save()
+	}
+	r.logf("nothing to measure: no boots (--boot-same-image boots them anyway)")
+	return &SameImageError{Same: same}
+}
+
+// SameImageError is a run whose kernels to compare are one image each:
+// nothing was booted.
+type SameImageError struct{ Same []string }
+
+func (e *SameImageError) Error() string {
+	return "no code change, nothing booted: " + strings.Join(e.Same, "; ") + " (--boot-same-image boots them anyway)"
 }
 
 // FailedBootsError is a run that went to its end with boots that failed.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 // what boot(n, config) says, so the orchestration runs in milliseconds.
 type fakeEnv struct {
 	boot   func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error)
+	images map[variant.Variant]string // each kernel's image sha256, "" by default
 	mu     sync.Mutex
 	booted []vm.Config
 }
@@ -38,7 +40,7 @@ func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	for _, a := range r.lab.Matrix.Arch {
 		for _, v := range r.opt.kernels() {
 			art.Kernels = append(art.Kernels, results.Kernel{Arch: a, Variant: v,
-				Info: results.Build{Image: fmt.Sprintf("/fake/%s-%s", a, v)}})
+				Info: results.Build{Image: fmt.Sprintf("/fake/%s-%s", a, v), ImageSHA256: f.images[v]}})
 		}
 		art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a, Path: "/fake/initrd-" + a})
 	}
@@ -181,6 +183,47 @@ func TestRunOnly(t *testing.T) {
 	}
 	if _, _, err := runFake(t, context.Background(), fakeLab(1, 1), &fakeEnv{}, "both"); err == nil {
 		t.Error("--only both: want an error")
+	}
+}
+
+// A series that changes no code builds its baseline's image: the run says
+// so, boots nothing and ends with SameImageError, unless told to boot
+// them; a run of several boots when one series of them changes code.
+func TestRunSameImage(t *testing.T) {
+	one := map[variant.Variant]string{variant.Baseline: "aa11", variant.Patched: "aa11", "v1": "aa11", "v2": "bb22"}
+	for _, tc := range []struct {
+		name  string
+		opt   func(*Options)
+		boots int
+		err   bool
+	}{
+		{"one series", func(*Options) {}, 0, true},
+		{"--boot-same-image", func(o *Options) { o.BootSameImage = true }, 2, false},
+		{"--only", func(o *Options) { o.Only = variant.Patched }, 1, false},
+		{"several, one with code", func(o *Options) { *o = severalOptions(t, "v1", "v2") }, 9, false},
+		{"several, none with code", func(o *Options) { *o = severalOptions(t, "v1", "v1b") }, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			opt := Options{Lab: fakeLab(1, 1), ResultsDir: t.TempDir(), Command: []string{"lab", "run"}, Parallel: 1}
+			tc.opt(&opt)
+			opt.Out = &out
+			env := &fakeEnv{images: one}
+			if len(opt.Several) > 0 {
+				env.images = map[variant.Variant]string{variant.Baseline: "aa11", "v1": "aa11", "v1b": "aa11", "v2": "bb22"}
+			}
+			res, _, err := runImpl(context.Background(), opt, tcgHost(), env)
+			var same *SameImageError
+			if errors.As(err, &same) != tc.err || res == nil || len(res.Boots) != tc.boots {
+				t.Fatalf("err %v, boots %d; want SameImageError %v, %d boots\n%s", err, len(res.Boots), tc.err, tc.boots, out.String())
+			}
+			if tc.err && (!res.Complete || !strings.Contains(out.String(), "no code change: the x86_64 baseline and ") || !strings.Contains(out.String(), "one image (sha256 aa11)")) {
+				t.Errorf("complete %v; output:\n%s", res.Complete, out.String())
+			}
+			if tc.name == "several, one with code" && !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "baseline and v1 kernels are one image") }) {
+				t.Errorf("notes %q", res.Notes)
+			}
+		})
 	}
 }
 
