@@ -93,6 +93,9 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if err := source.Check(ctx, source.Origin(lab.Source), opt.Good, opt.Bad); err != nil {
 		return nil, "", lab.Place(err)
 	}
+	if err := source.CheckConfig(ctx, source.Origin(lab.Source), opt.CacheDir, lab.AllFragments()); err != nil {
+		return nil, "", err
+	}
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil

@@ -110,7 +110,7 @@ type Unknown struct {
 
 func (e *UnknownError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d config option(s) are not Kconfig symbols of the source in %s:", len(e.Unknown), e.Src)
+	fmt.Fprintf(&b, "%d config option(s) are not Kconfig symbols of %s:", len(e.Unknown), e.Src)
 	for _, u := range e.Unknown {
 		fmt.Fprintf(&b, "\n  %s:%d: %s: no \"config %s\" in any Kconfig file", u.File, u.Line, u.Name, strings.TrimPrefix(u.Name, "CONFIG_"))
 		if u.Near != "" {
@@ -140,17 +140,7 @@ func CheckSymbols(srcDir string, fragments []string) error {
 	if err != nil {
 		return err
 	}
-	var unknown []Unknown
-	for _, o := range opts {
-		name := strings.TrimPrefix(o.Name, "CONFIG_")
-		if !syms[name] {
-			unknown = append(unknown, Unknown{Option: o, Near: nearest(name, syms)})
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	return &UnknownError{Src: srcDir, Unknown: unknown}
+	return Undefined("the source in "+srcDir, opts, syms, syms)
 }
 
 // nearest is the defined symbol closest to name, within two edits: the

@@ -85,6 +85,9 @@ func (realEnv) Check(lab *spec.Lab, opt Options) error {
 		if err := source.Check(context.Background(), source.Origin(lab.Source)); err != nil {
 			return lab.Place(err)
 		}
+		if err := source.CheckConfig(context.Background(), source.Origin(lab.Source), opt.CacheDir, lab.AllFragments()); err != nil {
+			return err
+		}
 	}
 	return checkTools(lab, opt)
 }

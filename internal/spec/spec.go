@@ -717,6 +717,20 @@ func (l *Lab) Fragments(arch string) []string {
 	return f
 }
 
+// AllFragments are the fragments of every arch of the lab's matrix, each
+// once, in order.
+func (l *Lab) AllFragments() []string {
+	var all []string
+	for _, a := range l.Matrix.Arch {
+		for _, f := range l.Fragments(a) {
+			if !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+	}
+	return all
+}
+
 // size writes MiB as QEMU takes it: 2G, 1536M.
 func size(mib int64) string {
 	switch {

@@ -76,6 +76,9 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err := source.Check(ctx, source.Origin(lab.Source), opt.From, opt.To); err != nil {
 		return nil, lab.Place(err)
 	}
+	if err := source.CheckConfig(ctx, source.Origin(lab.Source), opt.CacheDir, lab.AllFragments()); err != nil {
+		return nil, err
+	}
 	var store *history.Store
 	if opt.History != "" {
 		if store, err = history.Open(ctx, opt.History); err != nil {
