@@ -35,6 +35,7 @@ import (
 	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/track"
 )
 
@@ -162,7 +163,7 @@ func prebuildChain(ctx context.Context, tree *source.Tree, cache string, lab *sp
 	if err != nil {
 		return 0, err
 	}
-	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
+	k := &testbed.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: func(f string, args ...any) { fmt.Fprintf(os.Stderr, f+"\n", args...) }}
 	for _, c := range commits {
 		if _, err := k.Get(ctx, a, c, c[:12]); err != nil {
 			return 0, err

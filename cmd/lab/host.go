@@ -11,7 +11,7 @@ import (
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/results"
-	"lab/internal/run"
+	"lab/internal/testbed"
 	"lab/internal/vm"
 )
 
@@ -25,7 +25,7 @@ func hostCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if len(inv.args) != 0 {
 			return usagef("host takes no arguments")
 		}
-		h := run.ReadHost("")
+		h := testbed.ReadHost("")
 		if kvm.IsSet() {
 			a, err := arch.Lookup(kvm.V)
 			if err != nil {

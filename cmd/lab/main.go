@@ -29,6 +29,7 @@ import (
 	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 	"lab/internal/version"
 	"lab/internal/vm"
@@ -533,7 +534,7 @@ func reportCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			if err != nil {
 				return err
 			}
-			r.Claims = run.RecordClaims(lab.Claims)
+			r.Claims = testbed.RecordClaims(lab.Claims)
 		}
 		d := report.Build(r, args[0], version.Lab(""))
 		return emit(d, r, f, runfolder.Folder{Dir: args[0]}.Report(), out)

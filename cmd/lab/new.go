@@ -15,10 +15,10 @@ import (
 	"lab/internal/flagval"
 	"lab/internal/report"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/vm"
 )
 
@@ -134,7 +134,7 @@ func coverWords(s *series.Series) string {
 
 // seriesWords names the series as a report does (report.SeriesTitle).
 func seriesWords(s *series.Series) string {
-	return report.SeriesTitle(run.RecordSeries(s, source.Resolution{}))
+	return report.SeriesTitle(testbed.RecordSeries(s, source.Resolution{}))
 }
 
 func inputName(s *series.Series) string {
@@ -161,7 +161,7 @@ func kvmArch(accel string) string {
 	if err != nil {
 		return ""
 	}
-	acc, err := vm.ChooseAccel(run.ReadHost(accel).VM, a)
+	acc, err := vm.ChooseAccel(testbed.ReadHost(accel).VM, a)
 	if err != nil || acc.Name != results.KVM {
 		return ""
 	}

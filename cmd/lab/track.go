@@ -21,6 +21,7 @@ import (
 	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/track"
 )
 
@@ -224,7 +225,7 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		if k.Variant != "" || !strings.HasPrefix(k.HostClass, hostPrefix) {
 			return false
 		}
-		return slices.ContainsFunc(res.Plans, func(p run.ShapePlan) bool {
+		return slices.ContainsFunc(res.Plans, func(p testbed.ShapePlan) bool {
 			return p.Arch.Name == k.Arch && p.Shape.CPUs == k.CPUs && p.Clock == k.Clock && p.Accel.Name == k.Accel
 		})
 	}

@@ -11,8 +11,8 @@ import (
 	"lab/internal/arch"
 	"lab/internal/history"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/topology"
 	"lab/internal/track"
 	"lab/internal/vm"
@@ -64,7 +64,7 @@ func TestTrackBisectPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := &track.Result{Run: &results.Run{Host: results.Host{CPUModel: "AMD EPYC", CPUs: 2}},
-		Plans: []run.ShapePlan{{Arch: x86, Shape: topology.Shape{CPUs: 1}, Clock: results.ClockICount, Accel: vm.Accel{Name: "tcg"}}}}
+		Plans: []testbed.ShapePlan{{Arch: x86, Shape: topology.Shape{CPUs: 1}, Clock: results.ClockICount, Accel: vm.Accel{Name: "tcg"}}}}
 	var out bytes.Buffer
 	b := trackBisect{lab: &spec.Lab{Name: "stream"}, labFile: "labs/stream.yaml", where: where, inv: invocation{out: &out}, extra: []string{"--duration=1s"}}
 	if err := b.culprits(context.Background(), res, -1, true); err != nil {

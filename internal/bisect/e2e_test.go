@@ -19,6 +19,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 )
 
@@ -106,7 +107,7 @@ matrix:
 	}
 	defer tree.Close()
 	a, _ := arch.Lookup("x86_64")
-	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	k := &testbed.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	doc, err := k.Get(ctx, a, bi.Steps[1].Commit, "step 1")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ matrix:
 	// incremental builds of the tarball's tree: the git source's own build
 	// folder would start cold.
 	a, _ := arch.Lookup("x86_64")
-	k := &run.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	k := &testbed.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	for _, c := range chain {
 		if _, err := k.Get(ctx, a, c, short(c)); err != nil {
 			t.Fatal(err)

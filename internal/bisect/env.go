@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/runfolder"
+	"lab/internal/testbed"
 	"lab/internal/vm"
 )
 
@@ -64,21 +62,12 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	b.booted++
 	idx := b.booted
 	b.mu.Unlock()
-	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
-	if err != nil {
-		return results.Boot{}, err
-	}
-	defer os.RemoveAll(qmpDir)
-	booter := run.Booter{Dir: b.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
+	booter := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
 	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
-	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.initrd, "", idx, fmt.Sprintf("step%02d", k), label)
+	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.bench.Initrd(b.plan.Arch.Name), "", idx, fmt.Sprintf("step%02d", k), label)
 	boot.Variant = b.variantOf(k)
-	if err != nil {
-		boot.Fail(err)
-	}
 	b.mu.Lock()
-	b.run.Boots = append(b.run.Boots, boot)
-	sort.SliceStable(b.run.Boots, func(i, j int) bool { return b.run.Boots[i].Index < b.run.Boots[j].Index })
+	boot = testbed.AddBoot(b.run, boot, err)
 	st.Boots = append(st.Boots, idx)
 	sort.Ints(st.Boots)
 	werr := runfolder.Folder{Dir: b.dir}.Save(b.run)
@@ -86,13 +75,17 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	if werr != nil {
 		return boot, werr
 	}
-	switch {
-	case err == nil:
-		return boot, nil
-	case results.KernelFault(results.FailureKind(err)):
-		return boot, &SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+	return boot, BootSkip(err)
+}
+
+// BootSkip is a boot's error as a step's: a boot the kernel failed (a
+// panic, a hang, a wrong shape) makes its step a skip, which a search
+// steps around; anything else (QEMU, the host) stays an error.
+func BootSkip(err error) error {
+	if err != nil && results.KernelFault(results.FailureKind(err)) {
+		return &SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
 	}
-	return boot, err
+	return err
 }
 
 // obs reads the followed figure and the controls' rates from a boot.

@@ -8,9 +8,9 @@ import (
 
 	"lab/internal/benchmark"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/spec"
 	"lab/internal/stats"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 	"lab/internal/verdict"
 	"lab/internal/workpool"
@@ -18,7 +18,7 @@ import (
 
 // figureOf is the figure the options or the lab's claims name, nil when the
 // bisect is to choose it from the ends.
-func figureOf(opt Options, lab *spec.Lab, p run.ShapePlan) (*results.Figure, string, error) {
+func figureOf(opt Options, lab *spec.Lab, p testbed.ShapePlan) (*results.Figure, string, error) {
 	producers := p.Job.Producers
 	switch {
 	case opt.Figure != nil:
@@ -37,7 +37,7 @@ func figureOf(opt Options, lab *spec.Lab, p run.ShapePlan) (*results.Figure, str
 		if opt.Claim > len(lab.Claims) {
 			return nil, "", fmt.Errorf("--claim %d: the lab has %d claims", opt.Claim, len(lab.Claims))
 		}
-		c := run.RecordClaims(lab.Claims)[opt.Claim-1]
+		c := testbed.RecordClaims(lab.Claims)[opt.Claim-1]
 		for _, n := range c.Producers {
 			for _, q := range producers {
 				if n == q && (!c.Scaling || n > 1) {

@@ -4,21 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"lab/initramfs/protocol"
-	"lab/internal/initramfs"
-	"lab/internal/kconfig"
 	"lab/internal/progress"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/version"
 	"lab/internal/vm"
 )
@@ -50,7 +47,7 @@ type Options struct {
 	// Parallel is how many boots run at once (--parallel; 0: the host's
 	// CPUs under icount). A wall-clock bisect boots one at a time.
 	Parallel int
-	Host     *run.Host
+	Host     *testbed.Host
 	// Ends are boots of the good and bad ends measured before, under
 	// icount (lab track --bisect hands over the history's): the search
 	// takes them before it boots an end.
@@ -63,7 +60,7 @@ type Ends struct{ Good, Bad []Obs }
 // Run carries out a bisect and returns its record (also when it fails
 // part-way) and folder.
 func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
-	host := run.ReadHost(opt.Accel)
+	host := testbed.ReadHost(opt.Accel)
 	if opt.Host != nil {
 		host = *opt.Host
 	}
@@ -77,11 +74,11 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if opt.Run && (opt.Good == "" || opt.Each || (opt.Figure == nil && opt.Claim == 0)) {
 		return nil, "", fmt.Errorf("--run judges the git tree's HEAD for git bisect run: it needs --good and --bad, and a figure (--benchmark or --claim) that every step follows; not --each")
 	}
-	plans, err := run.Plan(lab, host)
+	plans, err := testbed.Plan(lab, host)
 	if err != nil {
 		return nil, "", err
 	}
-	run.Parallelize(plans, opt.Parallel, host.CPUs)
+	testbed.Parallelize(plans, opt.Parallel, host.CPUs)
 	p := plans[0]
 	if p.Clock != results.ClockICount && opt.Parallel > 1 {
 		return nil, "", fmt.Errorf("--parallel %d: this bisect runs under the wall clock (%s %s), where guests side by side slow each other and a step is judged against boots of the ends: it boots one guest at a time", opt.Parallel, p.Arch.Name, p.Shape)
@@ -114,7 +111,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	}
 	b.dir = folder.Dir
 	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: run.RecordMatrix(lab.Matrix), Claims: run.RecordClaims(lab.Claims),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Claims: testbed.RecordClaims(lab.Claims),
 		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock, Parallel: b.workers()}}
 	err = b.do(ctx)
 	b.run.Finished = time.Now().UTC()
@@ -123,9 +120,6 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	if werr := folder.Save(b.run); werr != nil && err == nil {
 		err = werr
 	}
-	if b.log != nil {
-		b.log.Close()
-	}
 	return b.run, b.dir, err
 }
 
@@ -133,18 +127,17 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 type bisector struct {
 	opt     Options
 	lab     *spec.Lab
-	plan    run.ShapePlan
+	plan    testbed.ShapePlan
 	fullJob protocol.Job
 	rep     progress.Reporter
 	fig     *results.Figure
 	dir     string
 	run     *results.Run
 	start   time.Time
-	log     *os.File
-	tree    *source.Tree
-	kernels *run.Kernels
-	steps   []results.BisectStep
-	initrd  string
+	// bench is the source tree, the kernel builder and the initramfs.
+	bench *testbed.Bench
+	tree  *source.Tree // bench's
+	steps []results.BisectStep
 	// pending are boots of the ends made before the figure was chosen, to
 	// be handed to the search first.
 	pending map[int][]Obs
@@ -157,7 +150,7 @@ type bisector struct {
 	booted int
 }
 
-// workers is how many boots run at once: the plan's (see run.Parallelize)
+// workers is how many boots run at once: the plan's (see testbed.Parallelize)
 // under icount, one under the wall clock.
 func (b *bisector) workers() int {
 	if b.plan.Clock != results.ClockICount {
@@ -172,10 +165,13 @@ func (b *bisector) do(ctx context.Context) error {
 	if b.fig != nil {
 		b.run.Bisect.Figure, b.run.Bisect.Chosen = *b.fig, b.chosenText()
 	}
-	if err := b.prepare(ctx); err != nil {
+	err := b.prepare(ctx)
+	if b.bench != nil {
+		defer b.bench.Close()
+	}
+	if err != nil {
 		return err
 	}
-	defer b.tree.Close()
 	if b.fig == nil {
 		if err := b.chooseFigure(ctx); err != nil {
 			return err
@@ -186,7 +182,6 @@ func (b *bisector) do(ctx context.Context) error {
 		b.logf("bisect: up to %d boots at a time (icount: a guest beside another does not change its figures)", w)
 	}
 	var res *Result
-	var err error
 	switch {
 	case b.opt.Run:
 		res, err = Probe(ctx, b, mode, 1)
@@ -202,22 +197,16 @@ func (b *bisector) do(ctx context.Context) error {
 	return b.tree.Checkout(ctx, b.tree.BaseHash)
 }
 
-// prepare makes the source tree, the steps and the initramfs.
+// prepare makes the source tree, the kernel builder, the initramfs and
+// the steps.
 func (b *bisector) prepare(ctx context.Context) error {
-	log, err := os.OpenFile(runfolder.Folder{Dir: b.dir}.Log("build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	bench, err := testbed.OpenBench(ctx, testbed.BenchOptions{Lab: b.lab, Archs: []string{b.plan.Arch.Name}, CacheDir: b.opt.CacheDir,
+		ModuleRoot: b.opt.ModuleRoot, Jobs: b.opt.Jobs, Sandbox: b.opt.Sandbox, Folder: runfolder.Folder{Dir: b.dir}, Logf: b.logf,
+		Progress: b.rep.Build}, b.run)
 	if err != nil {
 		return err
 	}
-	b.log = log
-	tree, err := source.Prepare(ctx, source.Origin(b.lab.Source), b.opt.CacheDir, b.logf)
-	if err != nil {
-		return err
-	}
-	b.tree = tree
-	b.run.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
-	if err := kconfig.CheckSymbols(tree.Dir, b.lab.Fragments(b.plan.Arch.Name)); err != nil {
-		return err
-	}
+	b.bench, b.tree = bench, bench.Tree
 	switch {
 	case b.opt.Run:
 		err = b.probeSteps(ctx)
@@ -233,14 +222,7 @@ func (b *bisector) prepare(ctx context.Context) error {
 		b.pending[0] = append(b.pending[0], e.Good...)
 		b.pending[len(b.steps)-1] = append(b.pending[len(b.steps)-1], e.Bad...)
 	}
-	b.kernels = &run.Kernels{Tree: tree, CacheDir: b.opt.CacheDir, Jobs: b.opt.Jobs, Fragments: b.lab.Fragments(b.plan.Arch.Name), Logf: b.logf, Log: log, Progress: b.rep.Build, Sandboxed: b.opt.Sandbox}
 	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)
-	img, err := initramfs.Build(ctx, b.opt.ModuleRoot, b.plan.Arch.GOARCH, b.opt.CacheDir, log)
-	if err != nil {
-		return err
-	}
-	b.initrd = img.Path
-	b.run.Initramfs = []results.Initramfs{{Arch: b.plan.Arch.Name, Path: img.Path, Key: img.Key, Cached: img.Cached}}
 	b.run.Bisect.Steps = b.steps
 	return runfolder.Folder{Dir: b.dir}.Save(b.run)
 }

@@ -147,7 +147,7 @@ func (b *bisector) Image(ctx context.Context, k int) (string, error) {
 	}
 	start := time.Now()
 	label := fmt.Sprintf("step %d (%s)", k, st.Name)
-	kern, err := b.kernels.Get(ctx, b.plan.Arch, st.Commit, label)
+	kern, err := b.bench.Kernel(ctx, b.plan.Arch, st.Commit, label)
 	b.rep.BuildDone(label)
 	var be *kbuild.BuildError
 	if errors.As(err, &be) {

@@ -155,7 +155,7 @@ func Merge(shards []Shard, opt Options) (*Result, error) {
 	if opt.Complete && len(bad) > 0 {
 		return nil, &IncompleteError{Shards: bad}
 	}
-	sort.SliceStable(merged.Boots, func(i, j int) bool { return merged.Boots[i].Index < merged.Boots[j].Index })
+	merged.SortBoots()
 	merged.Complete = complete && allComplete(byK)
 	merged.Notes = append(append(append([]string(nil), res.Caveats...), notes...), shardNotes(shards)...)
 	merged.Caveats = res.Caveats

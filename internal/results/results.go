@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -88,6 +89,12 @@ func (r *Run) Commit(v variant.Variant) string {
 		}
 	}
 	return ""
+}
+
+// SortBoots puts the boots in index order: boots side by side finish in
+// any order, and shards are merged one after another.
+func (r *Run) SortBoots() {
+	sort.SliceStable(r.Boots, func(i, j int) bool { return r.Boots[i].Index < r.Boots[j].Index })
 }
 
 // SameImages says, per arch, which of the comparisons are between two

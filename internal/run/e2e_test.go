@@ -30,6 +30,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 	"lab/internal/topology"
 	"lab/internal/variant"
@@ -291,7 +292,7 @@ func TestGitTreeSource(t *testing.T) {
 	if tarball, err = source.Prepare(ctx, source.Origin(lab.Source), runtest.CacheDir(t), t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	shared := &run.Kernels{Tree: tarball, CacheDir: runtest.CacheDir(t), Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	shared := &testbed.Kernels{Tree: tarball, CacheDir: runtest.CacheDir(t), Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	want, err := shared.Get(ctx, a, rev.Baseline, "tarball/baseline")
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +320,7 @@ func TestGitTreeSource(t *testing.T) {
 	if err := os.Symlink(sharedBuild, filepath.Join(ownCache, "build", tarball.ID)); err != nil {
 		t.Fatal(err)
 	}
-	own := &run.Kernels{Tree: tree, CacheDir: ownCache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
+	own := &testbed.Kernels{Tree: tree, CacheDir: ownCache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	got, err := own.Get(ctx, a, app.Baseline, "git/baseline")
 	if err != nil {
 		t.Fatal(err)

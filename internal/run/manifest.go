@@ -16,6 +16,7 @@ import (
 	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 )
 
@@ -170,7 +171,7 @@ func loadManifests(cache string, lab *spec.Lab, want []variant.Variant) (*Artifa
 			if info == nil {
 				return nil, fmt.Errorf("--no-build: the %s/%s kernel (key %s) is gone from the cache or damaged: %w", k.Arch, k.Variant, k.Info.Key, ErrNotBuilt)
 			}
-			k.Info, k.Cached = recordBuild(*info), true
+			k.Info, k.Cached = testbed.RecordBuild(*info), true
 			art.Kernels = append(art.Kernels, k)
 		}
 		// The cache may be mounted elsewhere than where it was built.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,11 +19,11 @@ import (
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
 	"lab/internal/kconfig"
-	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 	"lab/internal/vm"
 )
@@ -287,7 +286,7 @@ func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Ar
 	r.logf("baseline: %s", res.Why)
 	out := []kernelOf{{variant: variant.Baseline, commit: res.Baseline, series: list[0]}}
 	for i, n := range r.opt.Several {
-		rec := RecordSeries(n.Series, res.Each[i])
+		rec := testbed.RecordSeries(n.Series, res.Each[i])
 		rec.ModeAsked, rec.Base, rec.Variant = r.lab.Mode, r.lab.BaseNote, n.Variant
 		art.SeriesList = append(art.SeriesList, rec)
 		out = append(out, kernelOf{variant: n.Variant, commit: res.Each[i].Commits.Patched, series: n.Series})
@@ -329,7 +328,7 @@ func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts
 		return nil, res.Commits, err
 	}
 	r.logf("mode %s", res.Why)
-	art.Series = RecordSeries(ser, res)
+	art.Series = testbed.RecordSeries(ser, res)
 	art.Series.ModeAsked, art.Series.Base = lab.Mode, lab.BaseNote
 	return ser, res.Commits, nil
 }
@@ -439,78 +438,12 @@ func (r *Runner) kernel(ctx context.Context, tree *source.Tree, a arch.Arch, v v
 		return results.Kernel{}, err
 	}
 	label := fmt.Sprintf("%s/%s", a.Name, v)
-	k := &Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log,
+	k := &testbed.Kernels{Tree: tree, CacheDir: r.opt.CacheDir, Jobs: r.opt.Jobs, Fragments: r.lab.Fragments(a.Name), Logf: r.logf, Log: log,
 		Progress: r.rep.Build, Sandboxed: r.opt.Sandbox}
 	kern, err := k.Get(ctx, a, commit, label)
 	r.rep.BuildDone(label)
 	kern.Variant = v
 	return kern, err
-}
-
-// Kernels builds the kernels of one source tree: from the cache when it
-// holds the same content (whatever lab, series or commit led to it), or in
-// the tree's shared build directory, so that a kernel close to the last one
-// built is an incremental build.
-type Kernels struct {
-	Tree      *source.Tree
-	CacheDir  string
-	Jobs      int
-	Fragments []string
-	Logf      func(format string, args ...any)
-	Log       io.Writer // make's output
-	// Progress, when set, hears how far a build is (objects compiled, and
-	// the count of the last build of the same directory); otherwise Logf
-	// gets a line every few seconds.
-	Progress func(label string, compiled, expected int, elapsed time.Duration)
-	// Sandboxed builds in a bubblewrap namespace (see kbuild.Builder).
-	Sandboxed bool
-}
-
-// Get returns the kernel of commit for a. label names it in progress lines.
-// A kernel that does not compile is a *kbuild.BuildError.
-func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (results.Kernel, error) {
-	cc, err := kbuild.CompilerVersion(ctx, a.CC())
-	if err != nil {
-		return results.Kernel{}, err
-	}
-	treeHash, err := k.Tree.TreeHash(ctx, commit)
-	if err != nil {
-		return results.Kernel{}, err
-	}
-	in := kbuild.Inputs{Tree: treeHash, SourceID: k.Tree.ID, Commit: commit, Arch: a.Name, Fragments: k.Fragments, Compiler: cc}
-	b := &kbuild.Builder{
-		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log, Sandboxed: k.Sandboxed,
-		Progress: func(done, expected int, el time.Duration) {
-			if k.Progress != nil {
-				k.Progress(label, done, expected, el)
-				return
-			}
-			k.Logf("%s", progress.BuildLine(label, done, expected, el))
-		},
-	}
-	start := time.Now()
-	k.Logf("kernel %s ...", label)
-	info, err := b.Lookup(in)
-	if err == nil && info == nil {
-		if err = k.Tree.Checkout(ctx, commit); err == nil {
-			if b.KconfigID, err = k.Tree.KconfigID(ctx); err == nil {
-				info, err = b.Build(ctx, a, in)
-			}
-		}
-	}
-	if err != nil {
-		return results.Kernel{}, err
-	}
-	if info.Cached {
-		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
-	} else {
-		if info.Seeded != "" {
-			k.Logf("kernel %s: a first build here: its build folder is a copy of %s", label, info.Seeded)
-		}
-		k.Logf("kernel %s: %d compiled in %.1fs (configure %.1fs, make %.1fs; key %s)", label, info.Compiled, time.Since(start).Seconds(),
-			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
-	}
-	return results.Kernel{Arch: a.Name, Info: recordBuild(*info), Cached: info.Cached}, nil
 }
 
 // checkTools fails early, naming the Debian package, when a tool is missing.

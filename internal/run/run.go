@@ -19,14 +19,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"lab/initramfs/protocol"
-	"lab/internal/benchmark"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/shard"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 	"lab/internal/version"
 	"lab/internal/vm"
@@ -93,21 +92,6 @@ func (o Options) kernels() []variant.Variant {
 	return variant.Kernels(names)
 }
 
-// expectedResults is how many results a boot of job sends: one per
-// benchmark and producer count, and one more per guest tool that measures
-// the benchmark too (bench: those with an upstream name).
-func expectedResults(job protocol.Job) int {
-	n := 0
-	for _, name := range job.Benchmarks {
-		per := 1
-		if b, ok := benchmark.Lookup(name); ok && b.Upstream != "" {
-			per += len(job.Tools)
-		}
-		n += per * len(job.Producers)
-	}
-	return n
-}
-
 // Runner holds one run's state.
 type Runner struct {
 	rep   progress.Reporter
@@ -151,10 +135,10 @@ func (r *Runner) step(name string, f func() error) error {
 // Run runs the lab and returns the results (also when it fails part-way,
 // with what was measured) and the run directory.
 func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
-	return runImpl(ctx, opt, ReadHost(opt.Accel), realEnv{})
+	return runImpl(ctx, opt, testbed.ReadHost(opt.Accel), realEnv{})
 }
 
-func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run, string, error) {
+func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*results.Run, string, error) {
 	lab := opt.Lab
 	r := &Runner{opt: opt, lab: lab, env: env, start: time.Now(), got: map[int]int{}}
 	r.rep = progress.New(opt.Out, r.start)
@@ -174,11 +158,11 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	}
 	// Everything that can fail without building or booting fails here,
 	// before the run has a folder.
-	plans, err := Plan(lab, host)
+	plans, err := testbed.Plan(lab, host)
 	if err != nil {
 		return nil, "", err
 	}
-	Parallelize(plans, opt.Parallel, host.CPUs)
+	testbed.Parallelize(plans, opt.Parallel, host.CPUs)
 	if err := env.Check(lab, opt); err != nil {
 		return nil, "", err
 	}
@@ -196,8 +180,8 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	r.dir = folder.Dir
 	r.run = &results.Run{
 		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: RecordMatrix(lab.Matrix), Host: hostInfo(host),
-		Claims: RecordClaims(lab.Claims),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Host: hostInfo(host),
+		Claims: testbed.RecordClaims(lab.Claims),
 	}
 	if data, err := os.ReadFile(lab.Path); err == nil {
 		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
@@ -215,7 +199,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 		r.run.Shard = &results.Shard{K: opt.Shard.K, N: opt.Shard.N, Boots: len(slots)}
 	}
 	for _, s := range slots {
-		r.total += expectedResults(plans[s.Shape].Job)
+		r.total += testbed.ExpectedResults(plans[s.Shape].Job)
 	}
 	err = r.do(ctx, plans, slots)
 	for _, f := range r.logs {
@@ -231,7 +215,7 @@ func runImpl(ctx context.Context, opt Options, host Host, env Env) (*results.Run
 	return r.run, r.dir, err
 }
 
-func (r *Runner) do(ctx context.Context, plans []ShapePlan, slots []shard.Slot) error {
+func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shard.Slot) error {
 	art, err := r.env.Prepare(ctx, r)
 	if err != nil {
 		return err
@@ -420,7 +404,7 @@ func (r *Runner) logWriter(name string) (io.Writer, error) {
 	return f, nil
 }
 
-func hostInfo(h Host) results.Host {
+func hostInfo(h testbed.Host) results.Host {
 	out := results.Host{CPUs: h.CPUs, GOARCH: runtime.GOARCH, CPUModel: vm.HostCPUModel(h.VM.CPUInfo)}
 	out.Name, _ = os.Hostname()
 	var u unix.Utsname

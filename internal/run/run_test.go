@@ -19,6 +19,7 @@ import (
 	"lab/internal/results"
 	"lab/internal/shard"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/vm"
@@ -98,12 +99,12 @@ func fakeLab(boots int, cpus ...int) *spec.Lab {
 
 // tcgHost is this project's kind of machine: 2 CPUs, a /dev/kvm that
 // cannot run stock kernels.
-func tcgHost() Host {
-	return Host{VM: vm.Host{GOARCH: "amd64", DevKVM: os.ErrNotExist}, CPUs: 2,
+func tcgHost() testbed.Host {
+	return testbed.Host{VM: vm.Host{GOARCH: "amd64", DevKVM: os.ErrNotExist}, CPUs: 2,
 		Topology: topology.Host{CPUs: 2, Nodes: [][]int{{0, 1}}}, TSCkHz: 2_000_000}
 }
 
-func kvmHost() Host {
+func kvmHost() testbed.Host {
 	h := tcgHost()
 	h.VM = vm.Host{GOARCH: "amd64", CPUInfo: "flags\t\t: fpu vmx sse\n"}
 	h.CPUs, h.Topology = 16, topology.Host{CPUs: 16, Nodes: [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}}
@@ -336,12 +337,12 @@ func TestRunParallelICount(t *testing.T) {
 		}
 	}
 	// Wall clock: one at a time unless asked, and then with a caveat.
-	plans, _ := Plan(fakeLab(1, 2), tcgHost())
-	Parallelize(plans, 0, 2)
+	plans, _ := testbed.Plan(fakeLab(1, 2), tcgHost())
+	testbed.Parallelize(plans, 0, 2)
 	if plans[0].Parallel != 1 {
 		t.Errorf("wall clock: %d at once by default", plans[0].Parallel)
 	}
-	Parallelize(plans, 2, 2)
+	testbed.Parallelize(plans, 2, 2)
 	if plans[0].Parallel != 2 || !strings.Contains(strings.Join(plans[0].Caveats, " "), "parallel wall-clock boots") {
 		t.Errorf("wall clock, --parallel 2: %d, caveats %v", plans[0].Parallel, plans[0].Caveats)
 	}
@@ -365,7 +366,7 @@ func TestRunRejectedLeavesNoFolder(t *testing.T) {
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		host    Host
+		host    testbed.Host
 		cpus    int
 		measure string
 		clock   string
@@ -381,7 +382,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lab := fakeLab(1, tc.cpus)
 			lab.Matrix.Measure = tc.measure
-			plans, err := Plan(lab, tc.host)
+			plans, err := testbed.Plan(lab, tc.host)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -419,53 +420,9 @@ func TestPlanLPJ(t *testing.T) {
 		{x86, 2, results.ClockWall, results.KVM, 0},
 		{arm, 2, results.ClockWall, results.TCG, 0},
 	} {
-		p := ShapePlan{Arch: tc.a, Shape: topology.Shape{CPUs: tc.cpus}, Clock: tc.clock, Accel: vm.Accel{Name: tc.accel}, TSCkHz: 2_000_000}
+		p := testbed.ShapePlan{Arch: tc.a, Shape: topology.Shape{CPUs: tc.cpus}, Clock: tc.clock, Accel: vm.Accel{Name: tc.accel}, TSCkHz: 2_000_000}
 		if got := p.LPJ(1000); got != tc.want {
 			t.Errorf("%s %d vCPUs %s %s: lpj %d, want %d", tc.a.Name, tc.cpus, tc.clock, tc.accel, got, tc.want)
-		}
-	}
-}
-
-func TestCheckGuest(t *testing.T) {
-	shape := func(cpus int) topology.Shape {
-		s, err := topology.Resolve("x86_64", topology.Request{CPUs: cpus, Memory: "1G"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	out := &vm.Outcome{VCPUs: make([]vm.VCPU, 4)}
-	for i := range out.VCPUs {
-		out.VCPUs[i].Index, out.VCPUs[i].Props.Core = i, i
-	}
-	hello := &protocol.Hello{Online: "0-3", Nodes: []protocol.Node{{ID: 0, CPUs: "0-3", MemTotalKiB: 950 << 10}}}
-	if err := checkGuest(hello, out, shape(4)); err != nil {
-		t.Error(err)
-	}
-	if err := checkGuest(hello, out, shape(8)); err == nil {
-		t.Error("4 online CPUs for 8 asked: want an error")
-	}
-	if err := checkGuest(nil, nil, shape(1)); err == nil {
-		t.Error("no hello: want an error")
-	}
-}
-
-func TestChooseClock(t *testing.T) {
-	tcg, kvm := vm.Accel{Name: results.TCG}, vm.Accel{Name: results.KVM}
-	for _, tc := range []struct {
-		measure string
-		accel   vm.Accel
-		cpus    int
-		want    string
-	}{
-		{spec.MeasureAuto, tcg, 1, results.ClockICount},
-		{spec.MeasureAuto, tcg, 2, results.ClockWall},
-		{spec.MeasureAuto, kvm, 1, results.ClockWall},
-		{spec.MeasureWall, tcg, 1, results.ClockWall},
-		{spec.MeasureICount, tcg, 1, results.ClockICount},
-	} {
-		if got := chooseClock(tc.measure, tc.accel, tc.cpus); got != tc.want {
-			t.Errorf("chooseClock(%s, %s, %d) = %s, want %s", tc.measure, tc.accel.Name, tc.cpus, got, tc.want)
 		}
 	}
 }
@@ -477,16 +434,16 @@ func TestDeadline(t *testing.T) {
 	arm, _ := arch.Lookup("arm64")
 	tcg := vm.Accel{Name: results.TCG}
 	job := protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}
-	boot, quiet := Deadline(x86, 2, tcg, results.ClockWall, job, 2)
+	boot, quiet := testbed.Deadline(x86, 2, tcg, results.ClockWall, job, 2)
 	if boot < 60*time.Second || boot > 5*time.Minute || quiet < 12*time.Second {
 		t.Errorf("2 vCPUs: boot %v, quiet %v", boot, quiet)
 	}
 	// Measured here: x86_64 96 vCPUs 335 s to the agent, arm64 70 s.
-	if big, _ := Deadline(x86, 96, tcg, results.ClockWall, job, 2); big < 335*time.Second {
+	if big, _ := testbed.Deadline(x86, 96, tcg, results.ClockWall, job, 2); big < 335*time.Second {
 		t.Errorf("x86 96 vCPUs took 335 s to boot when measured; deadline %v", big)
 	}
-	armBoot, armQuiet := Deadline(arm, 96, tcg, results.ClockWall, job, 2)
-	x86Boot, _ := Deadline(x86, 96, tcg, results.ClockWall, job, 2)
+	armBoot, armQuiet := testbed.Deadline(arm, 96, tcg, results.ClockWall, job, 2)
+	x86Boot, _ := testbed.Deadline(x86, 96, tcg, results.ClockWall, job, 2)
 	if armBoot >= x86Boot || armBoot < 70*time.Second {
 		t.Errorf("arm64 96 vCPUs: %v (x86_64 %v); measured 70 s", armBoot, x86Boot)
 	}
@@ -496,7 +453,7 @@ func TestDeadline(t *testing.T) {
 	}
 	long := job
 	long.DurationS = 600
-	if _, d := Deadline(x86, 2, tcg, results.ClockWall, long, 2); d < 600*time.Second {
+	if _, d := testbed.Deadline(x86, 2, tcg, results.ClockWall, long, 2); d < 600*time.Second {
 		t.Errorf("a 600 s benchmark gets a %v deadline", d)
 	}
 }
@@ -556,7 +513,7 @@ func TestPlanSingleThread(t *testing.T) {
 	}{{"arm64", 96, true}, {"arm64", 2, false}, {"x86_64", 96, true}, {"x86_64", 2, false}} {
 		lab := fakeLab(1, tc.cpus)
 		lab.Matrix.Arch = []string{tc.arch}
-		plans, err := Plan(lab, tcgHost())
+		plans, err := testbed.Plan(lab, tcgHost())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,12 +529,12 @@ func TestPlanSingleThread(t *testing.T) {
 // count them.
 func TestExpectedResults(t *testing.T) {
 	job := protocol.Job{Benchmarks: []string{"uprobe-nop", "kretprobe-flock", "usermode-count"}, Producers: []int{1, 2}}
-	if n := expectedResults(job); n != 6 {
+	if n := testbed.ExpectedResults(job); n != 6 {
 		t.Errorf("agent alone: %d results, want 6", n)
 	}
 	job.Tools = []string{"bpf-bench"}
 	// kretprobe-flock has no upstream benchmark: bench does not run it.
-	if n := expectedResults(job); n != 10 {
+	if n := testbed.ExpectedResults(job); n != 10 {
 		t.Errorf("with bpf-bench: %d results, want 10", n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,16 +14,14 @@ import (
 
 	"lab/internal/bisect"
 	"lab/internal/history"
-	"lab/internal/initramfs"
 	"lab/internal/kbuild"
-	"lab/internal/kconfig"
 	"lab/internal/progress"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/shard"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/version"
 	"lab/internal/vm"
 )
@@ -51,7 +48,7 @@ type Options struct {
 	Sandbox    bool
 	Command    []string
 	Out        io.Writer
-	Host       *run.Host
+	Host       *testbed.Host
 }
 
 // Result is what a track did.
@@ -60,7 +57,7 @@ type Result struct {
 	Dir      string
 	Outcomes []Outcome
 	Added    int // boots added to the history
-	Plans    []run.ShapePlan
+	Plans    []testbed.ShapePlan
 	Seq      map[string]int // each commit of the range (and From) by its place
 }
 
@@ -100,7 +97,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	t.dir = folder.Dir
 	parallel := bootsAtOnce(plans, icount)
 	t.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: run.RecordMatrix(lab.Matrix), Claims: run.RecordClaims(lab.Claims),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Claims: testbed.RecordClaims(lab.Claims),
 		Host:   results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)},
 		Bisect: &results.Bisect{Clock: plans[0].Clock, Parallel: parallel, Outcome: Tracked}}
 	res := &Result{Run: t.run, Dir: t.dir, Plans: plans}
@@ -110,9 +107,6 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	t.run.Complete = err == nil
 	if werr := folder.Save(t.run); werr != nil && err == nil {
 		err = werr
-	}
-	if t.log != nil {
-		t.log.Close()
 	}
 	if store != nil && len(t.run.Boots) > 0 {
 		// What was measured goes in, also when the track stopped: a rerun
@@ -129,26 +123,26 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 // planTrack checks the track's options and plans its shapes: each boots
 // the agent alone (guest tools are a run's side-by-side check); icount
 // says whether every shape runs on the instruction clock.
-func planTrack(opt Options) (plans []run.ShapePlan, host run.Host, icount bool, err error) {
+func planTrack(opt Options) (plans []testbed.ShapePlan, host testbed.Host, icount bool, err error) {
 	lab := opt.Lab
 	if lab.Source.Git == "" {
-		return nil, run.Host{}, false, lab.Place(fmt.Errorf("lab track measures a branch: the lab's source must be a git tree (source: git: PATH), not a tarball"))
+		return nil, testbed.Host{}, false, lab.Place(fmt.Errorf("lab track measures a branch: the lab's source must be a git tree (source: git: PATH), not a tarball"))
 	}
 	if opt.From == "" || opt.To == "" {
-		return nil, run.Host{}, false, fmt.Errorf("lab track needs --from and --to, refs of %s", lab.Source.Git)
+		return nil, testbed.Host{}, false, fmt.Errorf("lab track needs --from and --to, refs of %s", lab.Source.Git)
 	}
 	if opt.Every < 0 {
-		return nil, run.Host{}, false, fmt.Errorf("--every %d: want a positive number", opt.Every)
+		return nil, testbed.Host{}, false, fmt.Errorf("--every %d: want a positive number", opt.Every)
 	}
-	host = run.ReadHost(opt.Accel)
+	host = testbed.ReadHost(opt.Accel)
 	if opt.Host != nil {
 		host = *opt.Host
 	}
-	plans, err = run.Plan(lab, host)
+	plans, err = testbed.Plan(lab, host)
 	if err != nil {
-		return nil, run.Host{}, false, err
+		return nil, testbed.Host{}, false, err
 	}
-	run.Parallelize(plans, opt.Parallel, host.CPUs)
+	testbed.Parallelize(plans, opt.Parallel, host.CPUs)
 	icount = true
 	for i := range plans {
 		plans[i].Job.Tools = nil // the agent's figures; guest tools are a run's side-by-side check
@@ -159,7 +153,7 @@ func planTrack(opt Options) (plans []run.ShapePlan, host run.Host, icount bool, 
 
 // bootsAtOnce is how many boots run side by side: the fewest any shape
 // allows under icount, one under the wall clock.
-func bootsAtOnce(plans []run.ShapePlan, icount bool) int {
+func bootsAtOnce(plans []testbed.ShapePlan, icount bool) int {
 	if !icount {
 		return 1
 	}
@@ -174,18 +168,17 @@ func bootsAtOnce(plans []run.ShapePlan, icount bool) int {
 
 // tracker is one track's state; it is the walk's Env.
 type tracker struct {
-	opt     Options
-	lab     *spec.Lab
-	plans   []run.ShapePlan
-	host    run.Host
-	rep     progress.Reporter
-	dir     string
-	run     *results.Run
-	start   time.Time
-	log     *os.File
-	tree    *source.Tree
-	builder map[string]*run.Kernels // by arch
-	initrd  map[string]string       // by arch
+	opt   Options
+	lab   *spec.Lab
+	plans []testbed.ShapePlan
+	host  testbed.Host
+	rep   progress.Reporter
+	dir   string
+	run   *results.Run
+	start time.Time
+	// bench is the source tree, each arch's kernel builder and initramfs.
+	bench *testbed.Bench
+	tree  *source.Tree // bench's
 	// kernels are each commit's kernels, by commit and arch.
 	kernels map[string]map[string]results.Kernel
 	steps   map[string]int // the step of each commit in run.Bisect.Steps
@@ -196,18 +189,17 @@ type tracker struct {
 func (t *tracker) logf(format string, args ...any) { t.rep.Logf(format, args...) }
 
 func (t *tracker) do(ctx context.Context, store *history.Store, parallel int, icount bool, res *Result) error {
-	log, err := os.OpenFile(runfolder.Folder{Dir: t.dir}.Log("build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	var archs []string
+	for _, p := range t.plans {
+		archs = append(archs, p.Arch.Name)
+	}
+	bench, err := testbed.OpenBench(ctx, testbed.BenchOptions{Lab: t.lab, Archs: archs, CacheDir: t.opt.CacheDir, ModuleRoot: t.opt.ModuleRoot,
+		Jobs: t.opt.Jobs, Sandbox: t.opt.Sandbox, Folder: runfolder.Folder{Dir: t.dir}, Logf: t.logf, Progress: t.rep.Build}, t.run)
 	if err != nil {
 		return err
 	}
-	t.log = log
-	tree, err := source.Prepare(ctx, source.Origin(t.lab.Source), t.opt.CacheDir, t.logf)
-	if err != nil {
-		return err
-	}
-	t.tree = tree
-	defer tree.Close()
-	t.run.Source = results.Source{Desc: tree.Desc, ID: tree.ID, Version: tree.Version, Commit: tree.BaseHash}
+	t.bench, t.tree = bench, bench.Tree
+	defer bench.Close()
 	from, sel, err := t.commits(ctx, res)
 	if err != nil {
 		return err
@@ -215,24 +207,6 @@ func (t *tracker) do(ctx context.Context, store *history.Store, parallel int, ic
 	done, err := t.done(ctx, store)
 	if err != nil {
 		return err
-	}
-	t.builder, t.initrd = map[string]*run.Kernels{}, map[string]string{}
-	for _, p := range t.plans {
-		a := p.Arch
-		if t.builder[a.Name] != nil {
-			continue
-		}
-		if err := kconfig.CheckSymbols(tree.Dir, t.lab.Fragments(a.Name)); err != nil {
-			return err
-		}
-		t.builder[a.Name] = &run.Kernels{Tree: tree, CacheDir: t.opt.CacheDir, Jobs: t.opt.Jobs, Fragments: t.lab.Fragments(a.Name),
-			Logf: t.logf, Log: log, Progress: t.rep.Build, Sandboxed: t.opt.Sandbox}
-		img, err := initramfs.Build(ctx, t.opt.ModuleRoot, a.GOARCH, t.opt.CacheDir, log)
-		if err != nil {
-			return err
-		}
-		t.initrd[a.Name] = img.Path
-		t.run.Initramfs = append(t.run.Initramfs, results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached})
 	}
 	lo, hi := Deal(len(sel), t.opt.Shard)
 	shards := ""
@@ -258,7 +232,7 @@ func (t *tracker) do(ctx context.Context, store *history.Store, parallel int, ic
 	if err != nil {
 		return err
 	}
-	return tree.Checkout(ctx, tree.BaseHash)
+	return t.tree.Checkout(ctx, t.tree.BaseHash)
 }
 
 // commits resolves the range, its places along the branch and the
@@ -406,7 +380,7 @@ func (t *tracker) Image(ctx context.Context, c Commit) (string, error) {
 		p := t.planOf(a)
 		label := fmt.Sprintf("%s %s (%s)", short(c.Hash), a, c.Subject)
 		start := time.Now()
-		kern, err := t.builder[a].Get(ctx, p.Arch, c.Hash, label)
+		kern, err := t.bench.Kernel(ctx, p.Arch, c.Hash, label)
 		t.rep.BuildDone(label)
 		var be *kbuild.BuildError
 		if errors.As(err, &be) {
@@ -440,7 +414,7 @@ func (t *tracker) Image(ctx context.Context, c Commit) (string, error) {
 	return t.joinImages(byArch), nil
 }
 
-func (t *tracker) planOf(arch string) run.ShapePlan {
+func (t *tracker) planOf(arch string) testbed.ShapePlan {
 	for _, p := range t.plans {
 		if p.Arch.Name == arch {
 			return p
@@ -479,35 +453,21 @@ func (t *tracker) Boot(ctx context.Context, c Commit, j int) error {
 	if !ok {
 		return fmt.Errorf("boot of %s: its %s kernel was not built", short(c.Hash), p.Arch.Name)
 	}
-	qmpDir, err := os.MkdirTemp("", "lab-qmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(qmpDir)
-	booter := run.Booter{Dir: t.dir, QMP: filepath.Join(qmpDir, "qmp.sock"), Boot: vm.Boot, ConsoleExpect: t.lab.ConsoleExpect, Logf: t.logf}
+	booter := testbed.Booter{Dir: t.dir, Boot: vm.Boot, ConsoleExpect: t.lab.ConsoleExpect, Logf: t.logf}
 	label := fmt.Sprintf("boot %d: %s %s (%s)", idx, short(c.Hash), p.Shape, c.Subject)
-	boot, err := booter.Run(ctx, p, kern, t.initrd[p.Arch.Name], "", idx, short(c.Hash), label)
-	if err != nil {
-		boot.Fail(err)
-	}
+	boot, err := booter.Run(ctx, p, kern, t.bench.Initrd(p.Arch.Name), "", idx, short(c.Hash), label)
 	t.mu.Lock()
-	t.run.Boots = append(t.run.Boots, boot)
-	sort.SliceStable(t.run.Boots, func(i, j int) bool { return t.run.Boots[i].Index < t.run.Boots[j].Index })
+	testbed.AddBoot(t.run, boot, err)
 	st := &t.run.Bisect.Steps[t.steps[c.Hash]]
 	st.Boots = append(st.Boots, idx)
 	sort.Ints(st.Boots)
 	t.run.Bisect.Boots++
 	werr := runfolder.Folder{Dir: t.dir}.Save(t.run)
 	t.mu.Unlock()
-	switch {
-	case werr != nil:
+	if werr != nil {
 		return werr
-	case err == nil:
-		return nil
-	case results.KernelFault(results.FailureKind(err)):
-		return &bisect.SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
 	}
-	return err
+	return bisect.BootSkip(err)
 }
 
 // record adds the track's boots to the history, each with its commit's
@@ -541,7 +501,7 @@ func (t *tracker) place(h *history.Run, seq map[string]int) error {
 }
 
 // topologyOf is a plan's guest topology as the history writes it.
-func topologyOf(p run.ShapePlan) string {
+func topologyOf(p testbed.ShapePlan) string {
 	s := p.Shape
 	return history.Topology(results.Boot{CPUs: s.CPUs, Shape: &s})
 }

@@ -1,4 +1,4 @@
-package run
+package testbed
 
 import (
 	"reflect"
@@ -125,7 +125,7 @@ func TestRecordEveryField(t *testing.T) {
 	}{
 		{"matrix", m, RecordMatrix(m)},
 		{"claim", c, RecordClaims([]spec.Claim{c})[0]},
-		{"build", b, recordBuild(b)},
+		{"build", b, RecordBuild(b)},
 		{"accel", a, recordAccel(a)},
 		{"qemu", o, *recordOutcome(&o)},
 	} {

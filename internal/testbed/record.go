@@ -1,4 +1,4 @@
-package run
+package testbed
 
 import (
 	"lab/internal/kbuild"
@@ -61,8 +61,8 @@ func RecordSeries(s *series.Series, res source.Resolution) results.Series {
 	return out
 }
 
-// recordBuild is a kernel's build as results.json records it.
-func recordBuild(i kbuild.Info) results.Build {
+// RecordBuild is a kernel's build as results.json records it.
+func RecordBuild(i kbuild.Info) results.Build {
 	return results.Build{
 		Key: i.Key, Image: i.Image, Config: i.Config, ConfigSHA256: i.ConfigSHA256, Release: i.Release,
 		ImageSHA256: i.ImageSHA256, BTF: i.BTF, Compiled: i.Compiled, Duration: i.Duration, BuiltAt: i.BuiltAt,

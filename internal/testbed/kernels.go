@@ -1,0 +1,78 @@
+package testbed
+
+import (
+	"context"
+	"io"
+	"lab/internal/arch"
+	"lab/internal/kbuild"
+	"lab/internal/progress"
+	"lab/internal/results"
+	"lab/internal/source"
+	"time"
+)
+
+// Kernels builds the kernels of one source tree: from the cache when it
+// holds the same content (whatever lab, series or commit led to it), or in
+// the tree's shared build directory, so that a kernel close to the last one
+// built is an incremental build.
+type Kernels struct {
+	Tree      *source.Tree
+	CacheDir  string
+	Jobs      int
+	Fragments []string
+	Logf      func(format string, args ...any)
+	Log       io.Writer // make's output
+	// Progress, when set, hears how far a build is (objects compiled, and
+	// the count of the last build of the same directory); otherwise Logf
+	// gets a line every few seconds.
+	Progress func(label string, compiled, expected int, elapsed time.Duration)
+	// Sandboxed builds in a bubblewrap namespace (see kbuild.Builder).
+	Sandboxed bool
+}
+
+// Get returns the kernel of commit for a. label names it in progress lines.
+// A kernel that does not compile is a *kbuild.BuildError.
+func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (results.Kernel, error) {
+	cc, err := kbuild.CompilerVersion(ctx, a.CC())
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	treeHash, err := k.Tree.TreeHash(ctx, commit)
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	in := kbuild.Inputs{Tree: treeHash, SourceID: k.Tree.ID, Commit: commit, Arch: a.Name, Fragments: k.Fragments, Compiler: cc}
+	b := &kbuild.Builder{
+		CacheDir: k.CacheDir, SrcDir: k.Tree.Dir, SourceID: k.Tree.ID, Jobs: k.Jobs, Log: k.Log, Sandboxed: k.Sandboxed,
+		Progress: func(done, expected int, el time.Duration) {
+			if k.Progress != nil {
+				k.Progress(label, done, expected, el)
+				return
+			}
+			k.Logf("%s", progress.BuildLine(label, done, expected, el))
+		},
+	}
+	start := time.Now()
+	k.Logf("kernel %s ...", label)
+	info, err := b.Lookup(in)
+	if err == nil && info == nil {
+		if err = k.Tree.Checkout(ctx, commit); err == nil {
+			if b.KconfigID, err = k.Tree.KconfigID(ctx); err == nil {
+				info, err = b.Build(ctx, a, in)
+			}
+		}
+	}
+	if err != nil {
+		return results.Kernel{}, err
+	}
+	if info.Cached {
+		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
+	} else {
+		if info.Seeded != "" {
+			k.Logf("kernel %s: a first build here: its build folder is a copy of %s", label, info.Seeded)
+		}
+		k.Logf("kernel %s: %d compiled in %.1fs (configure %.1fs, make %.1fs; key %s)", label, info.Compiled, time.Since(start).Seconds(),
+			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
+	}
+	return results.Kernel{Arch: a.Name, Info: RecordBuild(*info), Cached: info.Cached}, nil
+}

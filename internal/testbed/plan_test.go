@@ -1,0 +1,54 @@
+package testbed
+
+import (
+	"lab/initramfs/protocol"
+	"lab/internal/results"
+	"lab/internal/spec"
+	"lab/internal/topology"
+	"lab/internal/vm"
+	"testing"
+)
+
+func TestCheckGuest(t *testing.T) {
+	shape := func(cpus int) topology.Shape {
+		s, err := topology.Resolve("x86_64", topology.Request{CPUs: cpus, Memory: "1G"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	out := &vm.Outcome{VCPUs: make([]vm.VCPU, 4)}
+	for i := range out.VCPUs {
+		out.VCPUs[i].Index, out.VCPUs[i].Props.Core = i, i
+	}
+	hello := &protocol.Hello{Online: "0-3", Nodes: []protocol.Node{{ID: 0, CPUs: "0-3", MemTotalKiB: 950 << 10}}}
+	if err := checkGuest(hello, out, shape(4)); err != nil {
+		t.Error(err)
+	}
+	if err := checkGuest(hello, out, shape(8)); err == nil {
+		t.Error("4 online CPUs for 8 asked: want an error")
+	}
+	if err := checkGuest(nil, nil, shape(1)); err == nil {
+		t.Error("no hello: want an error")
+	}
+}
+
+func TestChooseClock(t *testing.T) {
+	tcg, kvm := vm.Accel{Name: results.TCG}, vm.Accel{Name: results.KVM}
+	for _, tc := range []struct {
+		measure string
+		accel   vm.Accel
+		cpus    int
+		want    string
+	}{
+		{spec.MeasureAuto, tcg, 1, results.ClockICount},
+		{spec.MeasureAuto, tcg, 2, results.ClockWall},
+		{spec.MeasureAuto, kvm, 1, results.ClockWall},
+		{spec.MeasureWall, tcg, 1, results.ClockWall},
+		{spec.MeasureICount, tcg, 1, results.ClockICount},
+	} {
+		if got := chooseClock(tc.measure, tc.accel, tc.cpus); got != tc.want {
+			t.Errorf("chooseClock(%s, %s, %d) = %s, want %s", tc.measure, tc.accel.Name, tc.cpus, got, tc.want)
+		}
+	}
+}
