@@ -17,6 +17,7 @@ import (
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/initramfs"
+	"lab/internal/lines"
 	"lab/internal/publish"
 	"lab/internal/results"
 	"lab/internal/runfolder"
@@ -280,7 +281,7 @@ func historyCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if f.minPct.IsSet() {
 			minPct = f.minPct.V
 		}
-		h, err := historyreport.Load(ctx, s, historyreport.Options{Lab: f.lab.V, MinPct: minPct})
+		h, err := historyreport.Load(ctx, s, lines.Options{Lab: f.lab.V, MinPct: minPct})
 		if err != nil {
 			return err
 		}
@@ -330,7 +331,7 @@ func (f *historyCmdFlags) open(ctx context.Context) (*history.Store, error) {
 }
 
 func (f *historyCmdFlags) list(h *historyreport.History, out io.Writer) {
-	if len(h.Series) == 0 {
+	if len(h.Lines) == 0 {
 		fmt.Fprintf(out, "the history %s is empty: lab run, lab merge and lab bisect add to it; lab history import RUN-DIR... adds saved runs\n", h.Where)
 		return
 	}
@@ -357,9 +358,9 @@ func (f *historyCmdFlags) detect(h *historyreport.History, out io.Writer) error 
 	}
 	fmt.Fprintf(out, "%s\nhistory: %s\n", h.Summary(), h.Where)
 	switch h.Outcome() {
-	case historyreport.Regression:
+	case lines.Regression:
 		return codeError{exitcode.Slower, fmt.Errorf("history detect: a regression: %s", h.Summary())}
-	case historyreport.Improvement:
+	case lines.Improvement:
 		return codeError{exitcode.Improved, fmt.Errorf("history detect: improvements only: %s", h.Summary())}
 	}
 	return nil

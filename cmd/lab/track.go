@@ -16,6 +16,7 @@ import (
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/initramfs"
+	"lab/internal/lines"
 	"lab/internal/publish"
 	"lab/internal/results"
 	"lab/internal/run"
@@ -215,13 +216,13 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		return err
 	}
 	defer store.Close()
-	h, err := historyreport.Load(ctx, store, historyreport.Options{Lab: b.lab.Name, MinPct: minPct})
+	h, err := lines.Load(ctx, store, lines.Options{Lab: b.lab.Name, MinPct: minPct})
 	if err != nil {
 		return err
 	}
 	host := res.Run.Host
 	hostPrefix := strings.TrimSuffix(history.Host{CPUModel: host.CPUModel, CPUs: host.CPUs}.Class(), "unknown")
-	keep := func(k history.SeriesKey) bool {
+	keep := func(k history.LineKey) bool {
 		if k.Variant != "" || !strings.HasPrefix(k.HostClass, hostPrefix) {
 			return false
 		}
@@ -231,7 +232,7 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 	}
 	sus := track.Suspects(h, keep)
 	if len(sus) == 0 {
-		fmt.Fprintf(b.inv.out, "no change point in %s's series of this shape\n", b.lab.Name)
+		fmt.Fprintf(b.inv.out, "no change point in %s's lines of this shape\n", b.lab.Name)
 		return nil
 	}
 	if print {
@@ -256,7 +257,7 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		fmt.Fprintf(b.inv.out, format+"\n", args...)
 	})
 	for _, c := range culprits {
-		fmt.Fprintf(b.inv.out, "culprit %s (%s) of %s..%s in %s\n", historyreport.Short(c.Culprit), c.Outcome, historyreport.Short(c.Good), historyreport.Short(c.Bad), c.Series)
+		fmt.Fprintf(b.inv.out, "culprit %s (%s) of %s..%s in %s\n", historyreport.Short(c.Culprit), c.Outcome, historyreport.Short(c.Good), historyreport.Short(c.Bad), c.Line)
 	}
 	return err
 }

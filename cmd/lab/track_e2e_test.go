@@ -19,6 +19,7 @@ import (
 	"lab/internal/bisect"
 	"lab/internal/history"
 	"lab/internal/historyreport"
+	"lab/internal/lines"
 	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
@@ -171,8 +172,8 @@ matrix:
 			t.Errorf("culprit %s (%s): outcome %q: want the commit after the measured base, its own culprit", c.Culprit, name, c.Outcome)
 		case c.Culprit != commits[0] && (c.Outcome != bisect.Found || c.BisectRun == ""):
 			t.Errorf("culprit %s (%s): outcome %q, bisect run %q: want found by a bisect", c.Culprit, name, c.Outcome, c.BisectRun)
-		case !strings.Contains(c.Series, "uprobe-nop"):
-			t.Errorf("culprit %s (%s) in series %s: want uprobe-nop's (syscall-count is the control)", c.Culprit, name, c.Series)
+		case !strings.Contains(c.Line, "uprobe-nop"):
+			t.Errorf("culprit %s (%s) in series %s: want uprobe-nop's (syscall-count is the control)", c.Culprit, name, c.Line)
 		}
 		found[c.Culprit] = true
 	}
@@ -210,14 +211,14 @@ matrix:
 	// With the bisects' boots in their places along the branch, the
 	// history's change points fall at the planted commits themselves, each
 	// with its culprit: what the report and the regression mails name.
-	h, err := historyreport.Load(ctx, store, historyreport.Options{Lab: lab.Name, MinPct: -1})
+	h, err := historyreport.Load(ctx, store, lines.Options{Lab: lab.Name, MinPct: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	changes := 0
 	for _, f := range h.Changes() {
-		if f.Series.Control {
-			t.Errorf("a change point in the control %s", historyreport.RowName(f.Series.Key))
+		if f.Line.Control {
+			t.Errorf("a change point in the control %s", historyreport.RowName(f.Line.Key))
 			continue
 		}
 		changes++

@@ -104,9 +104,9 @@ func bisectCulprit(r *results.Run, h *Run) (Culprit, bool) {
 			if f.Benchmark != bi.Figure.Benchmark || f.Producers != bi.Figure.Producers || f.Metric != metric {
 				continue
 			}
-			k := SeriesKey{Lab: h.Lab, Variant: LineVariant(h.Kind, b.Variant), Benchmark: f.Benchmark, Tool: f.Tool, Producers: f.Producers, Metric: f.Metric,
+			k := LineKey{Lab: h.Lab, Variant: LineVariant(h.Kind, b.Variant), Benchmark: f.Benchmark, Tool: f.Tool, Producers: f.Producers, Metric: f.Metric,
 				Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostClass: b.Host.Class(), Method: b.Method}
-			return Culprit{Lab: h.Lab, Series: k.String(), Good: good.Commit, Bad: bad.Commit, Culprit: bi.CulpritCommit(),
+			return Culprit{Lab: h.Lab, Line: k.String(), Good: good.Commit, Bad: bad.Commit, Culprit: bi.CulpritCommit(),
 				Outcome: bi.Outcome, BisectRun: r.RunID, Added: r.Started}, true
 		}
 	}

@@ -122,7 +122,7 @@ func TestFromRunExamples(t *testing.T) {
 					want = append(want, protocol.Rate(b.Results[0].Samples))
 				}
 			}
-			k := SeriesKey{Lab: "uprobe-srcu", Variant: "baseline", Benchmark: r.Boots[0].Results[0].Benchmark, Producers: 1, Metric: MetricRate,
+			k := LineKey{Lab: "uprobe-srcu", Variant: "baseline", Benchmark: r.Boots[0].Results[0].Benchmark, Producers: 1, Metric: MetricRate,
 				Arch: "x86_64", CPUs: 1, Topology: "sockets=1,clusters=1,cores=1,threads=1", Clock: ClockICount, Accel: "tcg",
 				HostClass: Host{CPUModel: r.Host.CPUModel, CPUs: r.Host.CPUs, QEMUVersion: r.Boots[0].Outcome.QEMUVersion}.Class()}
 			if h := r.Boots[0].Hello; h != nil {

@@ -138,10 +138,10 @@ type Figure struct {
 	Value     float64
 }
 
-// SeriesKey names one series of points: everything that must be equal for
+// LineKey names one series of points: everything that must be equal for
 // two figures to be compared. Every field is required except Tool and
 // Variant, whose "" is a value (lab's agent; a branch's commits).
-type SeriesKey struct {
+type LineKey struct {
 	Lab       string
 	Variant   string // baseline, patched, or "" for a branch's commits and bisect steps
 	Benchmark string
@@ -167,7 +167,7 @@ func LineVariant(kind, variant string) string {
 	return variant
 }
 
-func (k SeriesKey) String() string {
+func (k LineKey) String() string {
 	s := fmt.Sprintf("%s %s", k.Lab, k.Benchmark)
 	if k.Tool != "" {
 		s += " (" + k.Tool + ")"
@@ -185,7 +185,7 @@ func (k SeriesKey) String() string {
 
 // Check says which required fields a series key lacks: a series without
 // its clock or host class would mix figures that cannot be compared.
-func (k SeriesKey) Check() error {
+func (k LineKey) Check() error {
 	var missing []string
 	for _, f := range []struct {
 		name string

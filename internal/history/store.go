@@ -289,7 +289,7 @@ func sameRun(ctx context.Context, tx *sql.Tx, q func(string) string, r *Run) (in
 
 // SeriesKeys lists the series the history holds, of one lab or ("") of
 // every lab. Failed boots make no series.
-func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error) {
+func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]LineKey, error) {
 	stmt := `SELECT DISTINCT r.lab, b.variant, f.benchmark, f.tool, f.producers, f.metric,
 		b.arch, b.cpus, b.topology, b.clock, b.accel, b.host_class, b.method
 		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
@@ -304,9 +304,9 @@ func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error)
 		return nil, s.explain(err)
 	}
 	defer rows.Close()
-	var keys []SeriesKey
+	var keys []LineKey
 	for rows.Next() {
-		var k SeriesKey
+		var k LineKey
 		if err := rows.Scan(&k.Lab, &k.Variant, &k.Benchmark, &k.Tool, &k.Producers, &k.Metric,
 			&k.Arch, &k.CPUs, &k.Topology, &k.Clock, &k.Accel, &k.HostClass, &k.Method); err != nil {
 			return nil, s.explain(err)
@@ -318,7 +318,7 @@ func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error)
 	}
 	// Sorted here, not by the database: PostgreSQL's collation is the
 	// server's locale, and both drivers must list alike.
-	slices.SortFunc(keys, func(a, b SeriesKey) int {
+	slices.SortFunc(keys, func(a, b LineKey) int {
 		return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Benchmark, b.Benchmark), cmp.Compare(a.Tool, b.Tool),
 			cmp.Compare(a.Producers, b.Producers), cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Variant, b.Variant),
 			cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.Topology, b.Topology),
@@ -332,7 +332,7 @@ func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]SeriesKey, error)
 // commit order along the branch where the commit's place is known, then
 // by the run's start time and the boot's index. A key without its clock,
 // host class or any other required field is an error.
-func (s *Store) Points(ctx context.Context, k SeriesKey) ([]Point, error) {
+func (s *Store) Points(ctx context.Context, k LineKey) ([]Point, error) {
 	if err := k.Check(); err != nil {
 		return nil, fmt.Errorf("history: series %s: %w", k, err)
 	}

@@ -115,8 +115,8 @@ func fakeRun(lab, id string, boots int) *Run {
 }
 
 // key is the series of a fake boot's row.
-func key(variant, bench, tool string, producers int, metric string) SeriesKey {
-	return SeriesKey{Lab: "lab", Variant: variant, Benchmark: bench, Tool: tool, Producers: producers, Metric: metric,
+func key(variant, bench, tool string, producers int, metric string) LineKey {
+	return LineKey{Lab: "lab", Variant: variant, Benchmark: bench, Tool: tool, Producers: producers, Metric: metric,
 		Arch: "x86_64", CPUs: 2, Topology: "sockets=1,cores=2,threads=1", Clock: ClockWall, Accel: "tcg",
 		HostClass: testHost().Class()}
 }
@@ -151,7 +151,7 @@ func stats(t *testing.T, s *Store) Stats {
 	return st
 }
 
-func values(t *testing.T, s *Store, k SeriesKey) []float64 {
+func values(t *testing.T, s *Store, k LineKey) []float64 {
 	t.Helper()
 	pts, err := s.Points(context.Background(), k)
 	if err != nil {
@@ -235,13 +235,13 @@ var storeCases = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []SeriesKey
+		var want []LineKey
 		for _, v := range []string{"baseline", "patched"} {
 			want = append(want, key(v, "uprobe-nop", "", 1, MetricRate), key(v, "uprobe-nop", "bpf-bench", 1, MetricRate),
 				key(v, "uprobe-nop", "", 2, MetricRate), key(v, "uprobe-nop", "", 2, MetricScaling))
 		}
-		slices.SortFunc(want, func(a, b SeriesKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
-		slices.SortFunc(keys, func(a, b SeriesKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		slices.SortFunc(want, func(a, b LineKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		slices.SortFunc(keys, func(a, b LineKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 		if !reflect.DeepEqual(keys, want) {
 			t.Errorf("series:\n%v\nwant\n%v", keys, want)
 		}
@@ -367,20 +367,20 @@ var storeCases = []struct {
 			t.Fatalf("full key: %v, want one point", got)
 		}
 		for _, c := range []struct {
-			drop func(*SeriesKey)
+			drop func(*LineKey)
 			want string
 		}{
-			{func(k *SeriesKey) { k.Lab = "" }, "no lab"},
-			{func(k *SeriesKey) { k.Benchmark = "" }, "no benchmark"},
-			{func(k *SeriesKey) { k.Producers = 0 }, "no producers"},
-			{func(k *SeriesKey) { k.Metric = "" }, "no metric"},
-			{func(k *SeriesKey) { k.Arch = "" }, "no arch"},
-			{func(k *SeriesKey) { k.CPUs = 0 }, "no vCPUs"},
-			{func(k *SeriesKey) { k.Topology = "" }, "no topology"},
-			{func(k *SeriesKey) { k.Clock = "" }, "no clock"},
-			{func(k *SeriesKey) { k.Accel = "" }, "no accelerator"},
-			{func(k *SeriesKey) { k.HostClass = "" }, "no host class"},
-			{func(k *SeriesKey) { k.Clock, k.HostClass = "", "" }, "no clock, host class"},
+			{func(k *LineKey) { k.Lab = "" }, "no lab"},
+			{func(k *LineKey) { k.Benchmark = "" }, "no benchmark"},
+			{func(k *LineKey) { k.Producers = 0 }, "no producers"},
+			{func(k *LineKey) { k.Metric = "" }, "no metric"},
+			{func(k *LineKey) { k.Arch = "" }, "no arch"},
+			{func(k *LineKey) { k.CPUs = 0 }, "no vCPUs"},
+			{func(k *LineKey) { k.Topology = "" }, "no topology"},
+			{func(k *LineKey) { k.Clock = "" }, "no clock"},
+			{func(k *LineKey) { k.Accel = "" }, "no accelerator"},
+			{func(k *LineKey) { k.HostClass = "" }, "no host class"},
+			{func(k *LineKey) { k.Clock, k.HostClass = "", "" }, "no clock, host class"},
 		} {
 			k := full
 			c.drop(&k)
@@ -423,7 +423,7 @@ var storeCases = []struct {
 		if len(keys) != 9 {
 			t.Errorf("%d series, want 9: %v", len(keys), keys)
 		}
-		seen := map[float64]SeriesKey{}
+		seen := map[float64]LineKey{}
 		for _, k := range keys {
 			vals := values(t, s, k)
 			for _, v := range vals {

@@ -30,8 +30,8 @@ const culpritsTable = `CREATE TABLE culprits (
 // Culprit is the commit a change point was bisected to.
 type Culprit struct {
 	Lab string
-	// Series names the series the change point is in (SeriesKey.String).
-	Series    string
+	// Line names the line the change point is in (LineKey.String).
+	Line      string
 	Good, Bad string // the last commit before the change point, the first after
 	Culprit   string // "" when the bisect found no single commit
 	Outcome   string // the bisect's outcome, or "adjacent" when Bad follows Good
@@ -61,15 +61,15 @@ func (s *Store) addCulprit(ctx context.Context, db execer, c Culprit) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (lab, series, good_commit, bad_commit) DO UPDATE SET
 		culprit = excluded.culprit, outcome = excluded.outcome, bisect_run = excluded.bisect_run, added = excluded.added`),
-		c.Lab, c.Series, c.Good, c.Bad, c.Culprit, c.Outcome, c.BisectRun, c.Added.UTC().Format(timeLayout))
+		c.Lab, c.Line, c.Good, c.Bad, c.Culprit, c.Outcome, c.BisectRun, c.Added.UTC().Format(timeLayout))
 	if err != nil {
-		return fmt.Errorf("culprit of %s %s..%s: %w", c.Series, c.Good, c.Bad, s.explain(err))
+		return fmt.Errorf("culprit of %s %s..%s: %w", c.Line, c.Good, c.Bad, s.explain(err))
 	}
 	return nil
 }
 
 func (c Culprit) check() error {
-	if c.Lab == "" || c.Series == "" || c.Good == "" || c.Bad == "" || c.Outcome == "" {
+	if c.Lab == "" || c.Line == "" || c.Good == "" || c.Bad == "" || c.Outcome == "" {
 		return fmt.Errorf("a culprit needs its lab, series, both commits and the outcome: %+v", c)
 	}
 	return nil
@@ -92,11 +92,11 @@ func (s *Store) Culprits(ctx context.Context, lab string) ([]Culprit, error) {
 	for rows.Next() {
 		var c Culprit
 		var added string
-		if err := rows.Scan(&c.Lab, &c.Series, &c.Good, &c.Bad, &c.Culprit, &c.Outcome, &c.BisectRun, &added); err != nil {
+		if err := rows.Scan(&c.Lab, &c.Line, &c.Good, &c.Bad, &c.Culprit, &c.Outcome, &c.BisectRun, &added); err != nil {
 			return nil, s.explain(err)
 		}
 		if c.Added, err = time.Parse(time.RFC3339Nano, added); err != nil {
-			return nil, s.explain(fmt.Errorf("culprit of %s: time %q: %w", c.Series, added, err))
+			return nil, s.explain(fmt.Errorf("culprit of %s: time %q: %w", c.Line, added, err))
 		}
 		out = append(out, c)
 	}
@@ -104,7 +104,7 @@ func (s *Store) Culprits(ctx context.Context, lab string) ([]Culprit, error) {
 		return nil, s.explain(err)
 	}
 	slices.SortFunc(out, func(a, b Culprit) int {
-		return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Series, b.Series), cmp.Compare(a.Good, b.Good), cmp.Compare(a.Bad, b.Bad))
+		return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Good, b.Good), cmp.Compare(a.Bad, b.Bad))
 	})
 	return out, nil
 }
@@ -125,7 +125,7 @@ type Where struct {
 }
 
 // Topology is a boot's guest topology as the history writes it: a
-// SeriesKey's and a Where's.
+// LineKey's and a Where's.
 func Topology(b results.Boot) string { return topologyOf(b) }
 
 // Measured maps each commit the history has a delivered boot of, in the

@@ -33,7 +33,7 @@ func TestTrackQueries(t *testing.T) {
 				if got := stats(t, s).Boots; got != 2 {
 					t.Errorf("after migrating: %d boots, want 2", got)
 				}
-				if err := s.AddCulprit(ctx, Culprit{Lab: "lab", Series: "s", Good: "a", Bad: "b", Culprit: "b", Outcome: "adjacent"}); err != nil {
+				if err := s.AddCulprit(ctx, Culprit{Lab: "lab", Line: "s", Good: "a", Bad: "b", Culprit: "b", Outcome: "adjacent"}); err != nil {
 					t.Fatal(err)
 				}
 				mustAdd(t, s, fakeRun("lab", "r2", 2), 2)
@@ -41,7 +41,7 @@ func TestTrackQueries(t *testing.T) {
 			t.Run("a culprit written twice is replaced", func(t *testing.T) {
 				s := mustOpen(t, d.new(t))
 				defer s.Close()
-				c := Culprit{Lab: "lab", Series: "uprobe-nop", Good: "g", Bad: "b", Outcome: "range", BisectRun: "bisect-1", Added: t0}
+				c := Culprit{Lab: "lab", Line: "uprobe-nop", Good: "g", Bad: "b", Outcome: "range", BisectRun: "bisect-1", Added: t0}
 				for _, culprit := range []string{"", "c2"} {
 					c.Culprit = culprit
 					if err := s.AddCulprit(ctx, c); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"lab/internal/history"
+	"lab/internal/lines"
 )
 
 // The cells every format lays out: what lab history lists, what lab history
@@ -13,7 +14,7 @@ import (
 
 // Title names a group: lab, line, guest shape, accelerator and clock, host
 // class, and the agent's measuring method when it named one.
-func (g Group) Title() string {
+func groupTitle(g lines.Group) string {
 	t := fmt.Sprintf("%s · %s · %s · %s %s · %s", g.Lab, lineName(g.Variant), shapeText(g.Arch, g.CPUs, g.Topology), g.Accel, g.Clock, g.HostClass)
 	if g.Method != "" {
 		t += " · " + g.Method
@@ -44,7 +45,7 @@ func shapeText(arch string, cpus int, topology string) string {
 }
 
 // RowName is a series' benchmark row as the tables show it.
-func RowName(k history.SeriesKey) string {
+func RowName(k history.LineKey) string {
 	s := k.Benchmark
 	if k.Tool != "" {
 		s += " (" + k.Tool + ")"
@@ -58,7 +59,7 @@ func RowName(k history.SeriesKey) string {
 
 // MetricName is a series' row as one word, as LKP and Otava name metrics:
 // benchmark[.tool].pN.metric.
-func MetricName(k history.SeriesKey) string {
+func MetricName(k history.LineKey) string {
 	parts := []string{k.Benchmark}
 	if k.Tool != "" {
 		parts = append(parts, k.Tool)
@@ -83,7 +84,7 @@ func value(metric string, v float64) string {
 }
 
 // meanText is a level's mean, ± its boots' sd when it has several.
-func meanText(metric string, l Level) string {
+func meanText(metric string, l lines.Level) string {
 	if len(l.Values) < 2 {
 		return value(metric, l.Mean)
 	}
@@ -99,7 +100,7 @@ func Short(commit string) string {
 }
 
 // Label names a level: its commit, or its run when the commit is unknown.
-func (l Level) Label() string {
+func levelLabel(l lines.Level) string {
 	if l.Commit != "" {
 		return Short(l.Commit)
 	}
@@ -107,7 +108,7 @@ func (l Level) Label() string {
 }
 
 // runText is a level's run and kind.
-func (l Level) runText() string {
+func runText(l lines.Level) string {
 	if l.Kind == history.KindRun {
 		return l.RunID
 	}
@@ -131,7 +132,7 @@ func pText(p float64) string {
 }
 
 // verdictText says which way a change went.
-func (c Change) verdictText() string {
+func verdictText(c lines.Change) string {
 	if c.Slower {
 		return "slower"
 	}
@@ -139,12 +140,12 @@ func (c Change) verdictText() string {
 }
 
 // mark is a change point as a level's row marks it.
-func (c Change) mark() string {
+func changeMark(c lines.Change) string {
 	arrow := "▲"
 	if c.Slower {
 		arrow = "▼"
 	}
-	return fmt.Sprintf("%s %s %s, p %s", arrow, c.verdictText(), pctText(c.Pct), pText(c.P))
+	return fmt.Sprintf("%s %s %s, p %s", arrow, verdictText(c), pctText(c.Pct), pText(c.P))
 }
 
 // Table is one table of cells under a title: the same for text, Markdown
@@ -163,7 +164,7 @@ type Table struct {
 func (h *History) ListTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: g.Title(), Head: []string{"row", "unit", "commits", "boots", "latest", "change points"},
+		t := Table{Title: groupTitle(g), Head: []string{"row", "unit", "commits", "boots", "latest", "change points"},
 			Right: []bool{false, false, true, true, true, false}}
 		for _, s := range h.InGroup(g) {
 			last := s.Levels[len(s.Levels)-1]
@@ -176,14 +177,14 @@ func (h *History) ListTables() []Table {
 	return out
 }
 
-func controlNote(s *Series) string {
+func controlNote(s *lines.Line) string {
 	if s.Control {
 		return " (control)"
 	}
 	return ""
 }
 
-func changesText(s *Series) string {
+func changesText(s *lines.Line) string {
 	if s.TooFew != "" {
 		return s.TooFew
 	}
@@ -192,12 +193,12 @@ func changesText(s *Series) string {
 	}
 	var parts []string
 	for _, c := range s.Changes {
-		parts = append(parts, fmt.Sprintf("%s at %s", pctText(c.Pct), s.Levels[c.Index].Label()))
+		parts = append(parts, fmt.Sprintf("%s at %s", pctText(c.Pct), levelLabel(s.Levels[c.Index])))
 	}
 	return strings.Join(parts, "; ")
 }
 
-func changesClass(s *Series) string {
+func changesClass(s *lines.Line) string {
 	class := ""
 	for _, c := range s.Changes {
 		if c.Slower {
@@ -210,7 +211,7 @@ func changesClass(s *Series) string {
 
 // culpritText is what bisecting the change point found: "-" when it was
 // not bisected.
-func (c Change) culpritText() string {
+func culpritText(c lines.Change) string {
 	cu := c.Culprit
 	switch {
 	case cu == nil:
@@ -228,14 +229,14 @@ func (c Change) culpritText() string {
 func (h *History) ChangeTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: g.Title(), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", "", "culprit"},
+		t := Table{Title: groupTitle(g), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", "", "culprit"},
 			Right: []bool{false, false, false, true, true, true, false, false}}
 		for _, s := range h.InGroup(g) {
 			for _, c := range s.Changes {
 				b, a := s.Levels[c.Index-1], s.Levels[c.Index]
-				t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), b.Label() + " · " + b.runText(), a.Label() + " · " + a.runText(),
-					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), c.verdictText(), c.culpritText()})
-				t.Marked = append(t.Marked, c.verdictText())
+				t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), levelLabel(b) + " · " + runText(b), levelLabel(a) + " · " + runText(a),
+					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), verdictText(c), culpritText(c)})
+				t.Marked = append(t.Marked, verdictText(c))
 			}
 		}
 		if len(t.Rows) > 0 {
@@ -250,7 +251,7 @@ func (h *History) ChangeTables() []Table {
 func (h *History) LevelTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: g.Title(), Head: []string{"row", "commit", "run", "boots", "value", "change point"},
+		t := Table{Title: groupTitle(g), Head: []string{"row", "commit", "run", "boots", "value", "change point"},
 			Right: []bool{false, false, false, true, true, false}}
 		for _, s := range h.InGroup(g) {
 			for i, l := range s.Levels {
@@ -264,9 +265,9 @@ func (h *History) LevelTables() []Table {
 				}
 				mark, class := "", ""
 				if c, ok := s.ChangeAt(i); ok {
-					mark, class = c.mark(), c.verdictText()
+					mark, class = changeMark(c), verdictText(c)
 				}
-				t.Rows = append(t.Rows, []string{name, commit, l.runText(), fmt.Sprint(len(l.Boots)), meanText(s.Key.Metric, l), mark})
+				t.Rows = append(t.Rows, []string{name, commit, runText(l), fmt.Sprint(len(l.Boots)), meanText(s.Key.Metric, l), mark})
 				t.Marked = append(t.Marked, class)
 			}
 		}
@@ -286,11 +287,11 @@ func (h *History) Summary() string {
 		}
 	}
 	levels, boots := 0, 0
-	for i := range h.Series {
-		levels += len(h.Series[i].Levels)
-		boots += h.Series[i].Boots()
+	for i := range h.Lines {
+		levels += len(h.Lines[i].Levels)
+		boots += h.Lines[i].Boots()
 	}
-	s := fmt.Sprintf("%d series (%d levels, %d figures): ", len(h.Series), levels, boots)
+	s := fmt.Sprintf("%d series (%d levels, %d figures): ", len(h.Lines), levels, boots)
 	switch {
 	case slower+faster == 0:
 		return s + "no change point"
@@ -313,7 +314,7 @@ func plural(n int, what string) string {
 func (h *History) detectNote() string {
 	var parts []string
 	seen := map[string]bool{}
-	for _, s := range h.Series {
+	for _, s := range h.Lines {
 		if seen[s.Key.Clock] {
 			continue
 		}

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"lab/internal/history"
+	"lab/internal/lines"
 )
 
-// Slug names a group in one word of letters, digits and . _ - + = /, for
+// groupSlug names a group in one word of letters, digits and . _ - + = /, for
 // Otava's branch column and Bencher's benchmark names:
 // lab/line/shape-accel-clock/host-class[/method].
-func (g Group) Slug() string {
+func groupSlug(g lines.Group) string {
 	shape := fmt.Sprintf("%s-%dcpu", g.Arch, g.CPUs)
 	if g.Topology != fmt.Sprintf("sockets=1,clusters=1,cores=%d,threads=1", g.CPUs) {
 		shape += "-" + g.Topology
@@ -56,14 +57,14 @@ const OtavaTimeLayout = "2006-01-02 15:04:05 -0700"
 // the run's start in the time column, the commit and, as attributes, the
 // run and boot; one column a metric (benchmark[.tool].pN.metric, the raw
 // figure: hits per second, or the scaling ratio; higher is better, Otava's
-// direction 1). The branch column is the group (Group.Slug): Otava refuses
+// direction 1). The branch column is the group (groupSlug): Otava refuses
 // a file of several branches unless --branch picks one, so that figures
 // that cannot be compared (another clock, shape or host class) are never
 // analysed together. A metric a group does not measure is empty: list in
 // Otava's test only the metrics of its branch.
 func (h *History) OtavaCSV() []byte {
 	var metrics []string
-	for _, s := range h.Series {
+	for _, s := range h.Lines {
 		if m := MetricName(s.Key); !slices.Contains(metrics, m) {
 			metrics = append(metrics, m)
 		}
@@ -102,11 +103,11 @@ func (h *History) OtavaCSV() []byte {
 			}
 		}
 		slices.SortStableFunc(rows, func(a, b *row) int {
-			return comparePoints(history.Point{CommitSeq: a.seq, Started: a.started, RunID: a.run, Boot: a.boot},
+			return lines.ComparePoints(history.Point{CommitSeq: a.seq, Started: a.started, RunID: a.run, Boot: a.boot},
 				history.Point{CommitSeq: b.seq, Started: b.started, RunID: b.run, Boot: b.boot})
 		})
 		for _, r := range rows {
-			rec := []string{r.started.UTC().Format(OtavaTimeLayout), r.commit, g.Slug(), r.run, fmt.Sprint(r.boot)}
+			rec := []string{r.started.UTC().Format(OtavaTimeLayout), r.commit, groupSlug(g), r.run, fmt.Sprint(r.boot)}
 			for _, m := range metrics {
 				v, ok := r.values[m]
 				if !ok {
@@ -131,14 +132,14 @@ type BMFMetric struct {
 
 // BMF is the history's latest figures in Bencher Metric Format, for
 // bencher run --adapter json: a benchmark per series
-// (Group.Slug()/benchmark[.tool].pN), its measure "throughput" (hits per
+// (groupSlug(group)/benchmark[.tool].pN), its measure "throughput" (hits per
 // second) or "scaling" (rate(P)/rate(1)); the value is the mean of the
 // series' last level, lower and upper values its boots' least and
 // greatest when it has several.
 func (h *History) BMF() ([]byte, error) {
 	out := map[string]map[string]BMFMetric{}
-	for _, s := range h.Series {
-		name := GroupOf(s.Key).Slug() + "/" + strings.TrimSuffix(MetricName(s.Key), "."+s.Key.Metric)
+	for _, s := range h.Lines {
+		name := groupSlug(lines.GroupOf(s.Key)) + "/" + strings.TrimSuffix(MetricName(s.Key), "."+s.Key.Metric)
 		measure := "throughput"
 		if s.Key.Metric == history.MetricScaling {
 			measure = "scaling"

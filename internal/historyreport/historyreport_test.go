@@ -18,9 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"lab/initramfs/protocol"
-	"lab/internal/changepoint"
 	"lab/internal/history"
+	"lab/internal/lines"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -92,7 +91,7 @@ func store(t *testing.T, runs ...[]*history.Run) *history.Store {
 	return s
 }
 
-func load(t *testing.T, s *history.Store, opt Options) *History {
+func load(t *testing.T, s *history.Store, opt lines.Options) *History {
 	t.Helper()
 	h, err := Load(context.Background(), s, opt)
 	if err != nil {
@@ -101,11 +100,11 @@ func load(t *testing.T, s *history.Store, opt Options) *History {
 	return h
 }
 
-func series(t *testing.T, h *History, bench string) *Series {
+func series(t *testing.T, h *History, bench string) *lines.Line {
 	t.Helper()
-	for i := range h.Series {
-		if h.Series[i].Key.Benchmark == bench {
-			return &h.Series[i]
+	for i := range h.Lines {
+		if h.Lines[i].Key.Benchmark == bench {
+			return &h.Lines[i]
 		}
 	}
 	t.Fatalf("no series of %s", bench)
@@ -122,20 +121,20 @@ func TestDetectPlantedStep(t *testing.T) {
 		st      stream
 		minPct  float64
 		changes int
-		outcome Outcome
+		outcome lines.Outcome
 	}{
-		{"a 1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -1, noise: 3e-5}, -1, 1, Regression},
-		{"a 0.1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -0.1, noise: 3e-5}, -1, 1, Regression},
-		{"a 2% improvement", stream{lab: "l", commits: 30, at: 11, stepPct: 2, noise: 3e-5}, -1, 1, Improvement},
-		{"a layout shift", stream{lab: "l", commits: 40, at: 21, stepPct: -0.05, noise: 3e-5}, -1, 0, NoChange},
-		{"a layout shift, --min-pct 0.02", stream{lab: "l", commits: 40, at: 21, stepPct: -0.05, noise: 3e-5}, 0.02, 1, Regression},
-		{"no step", stream{lab: "l", commits: 40, at: 100, noise: 3e-5}, -1, 0, NoChange},
-		{"wall clock, 5% in 2% noise", stream{lab: "l", commits: 40, at: 21, stepPct: -5, noise: 0.02, clock: history.ClockWall}, -1, 1, Regression},
+		{"a 1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -1, noise: 3e-5}, -1, 1, lines.Regression},
+		{"a 0.1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -0.1, noise: 3e-5}, -1, 1, lines.Regression},
+		{"a 2% improvement", stream{lab: "l", commits: 30, at: 11, stepPct: 2, noise: 3e-5}, -1, 1, lines.Improvement},
+		{"a layout shift", stream{lab: "l", commits: 40, at: 21, stepPct: -0.05, noise: 3e-5}, -1, 0, lines.NoChange},
+		{"a layout shift, --min-pct 0.02", stream{lab: "l", commits: 40, at: 21, stepPct: -0.05, noise: 3e-5}, 0.02, 1, lines.Regression},
+		{"no step", stream{lab: "l", commits: 40, at: 100, noise: 3e-5}, -1, 0, lines.NoChange},
+		{"wall clock, 5% in 2% noise", stream{lab: "l", commits: 40, at: 21, stepPct: -5, noise: 0.02, clock: history.ClockWall}, -1, 1, lines.Regression},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := load(t, store(t, tc.st.runs()), Options{MinPct: tc.minPct})
-			if len(h.Series) != 2 {
-				t.Fatalf("%d series, want 2", len(h.Series))
+			h := load(t, store(t, tc.st.runs()), lines.Options{MinPct: tc.minPct})
+			if len(h.Lines) != 2 {
+				t.Fatalf("%d series, want 2", len(h.Lines))
 			}
 			s := series(t, h, "uprobe-nop")
 			if len(s.Levels) != tc.st.commits {
@@ -154,7 +153,7 @@ func TestDetectPlantedStep(t *testing.T) {
 				return
 			}
 			c := s.Changes[0]
-			f := Found{Series: s, Change: c}
+			f := lines.Found{Line: s, Change: c}
 			if f.After().Commit != commit(tc.st.at) || f.Before().Commit != commit(tc.st.at-1) {
 				t.Errorf("change at %s after %s, want %s after %s", Short(f.After().Commit), Short(f.Before().Commit), Short(commit(tc.st.at)), Short(commit(tc.st.at-1)))
 			}
@@ -169,7 +168,7 @@ func TestDetectPlantedStep(t *testing.T) {
 // point, a level line a commit with the change marked where it starts.
 func TestTables(t *testing.T) {
 	st := stream{lab: "l", commits: 12, at: 7, stepPct: -1, noise: 3e-5}
-	h := load(t, store(t, st.runs()), Options{MinPct: -1})
+	h := load(t, store(t, st.runs()), lines.Options{MinPct: -1})
 	list := h.ListTables()
 	if len(list) != 1 || len(list[0].Rows) != 2 || list[0].Rows[0][2] != "12" {
 		t.Fatalf("list: %+v", list)
@@ -214,7 +213,7 @@ func TestTables(t *testing.T) {
 // included) and the lab commands, within 80 columns.
 func TestMail(t *testing.T) {
 	st := stream{lab: "uprobe-srcu", commits: 16, at: 9, stepPct: -1.2, noise: 3e-5}
-	h := load(t, store(t, st.runs()), Options{MinPct: -1})
+	h := load(t, store(t, st.runs()), lines.Options{MinPct: -1})
 	mails := h.Mails()
 	if len(mails) != 1 {
 		t.Fatalf("%d mails, want 1", len(mails))
@@ -275,18 +274,18 @@ func TestMail(t *testing.T) {
 func TestCulpritOfAChangePoint(t *testing.T) {
 	st := stream{lab: "uprobe-srcu", commits: 16, at: 9, stepPct: -1.2, noise: 3e-5}
 	s := store(t, st.runs())
-	h := load(t, s, Options{MinPct: -1})
+	h := load(t, s, lines.Options{MinPct: -1})
 	key := series(t, h, "uprobe-nop").Key
 	ctx := context.Background()
 	for _, c := range []history.Culprit{
-		{Lab: st.lab, Series: key.String(), Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-1"},
-		{Lab: st.lab, Series: "another series", Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-2"},
+		{Lab: st.lab, Line: key.String(), Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-1"},
+		{Lab: st.lab, Line: "another series", Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-2"},
 	} {
 		if err := s.AddCulprit(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h = load(t, s, Options{MinPct: -1})
+	h = load(t, s, lines.Options{MinPct: -1})
 	c := series(t, h, "uprobe-nop").Changes
 	if len(c) != 1 || c[0].Culprit == nil || c[0].Culprit.BisectRun != "bisect-1" {
 		t.Fatalf("changes %+v: want the culprit of bisect-1", c)
@@ -300,14 +299,14 @@ func TestCulpritOfAChangePoint(t *testing.T) {
 }
 
 func TestMailOfTheSameCommit(t *testing.T) {
-	if n := len(load(t, store(t, stream{lab: "l", commits: 12, at: 7, stepPct: 3, noise: 3e-5}.runs()), Options{MinPct: -1}).Mails()); n != 0 {
+	if n := len(load(t, store(t, stream{lab: "l", commits: 12, at: 7, stepPct: 3, noise: 3e-5}.runs()), lines.Options{MinPct: -1}).Mails()); n != 0 {
 		t.Errorf("%d mails of an improvement", n)
 	}
 	runs := stream{lab: "l", commits: 12, at: 7, stepPct: -3, noise: 3e-5}.runs()
 	for _, r := range runs {
 		r.Boots[0].Commit, r.Boots[0].CommitSeq = commit(0), 0
 	}
-	mails := load(t, store(t, runs), Options{MinPct: -1}).Mails()
+	mails := load(t, store(t, runs), lines.Options{MinPct: -1}).Mails()
 	if len(mails) != 1 {
 		t.Fatalf("%d mails", len(mails))
 	}
@@ -324,7 +323,7 @@ func TestMailOfTheSameCommit(t *testing.T) {
 func TestExports(t *testing.T) {
 	st := stream{lab: "l", commits: 10, at: 5, stepPct: -1, noise: 3e-5}
 	runs := st.runs()
-	h := load(t, store(t, runs), Options{MinPct: -1})
+	h := load(t, store(t, runs), lines.Options{MinPct: -1})
 	recs, err := csv.NewReader(bytes.NewReader(h.OtavaCSV())).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +366,7 @@ func TestExports(t *testing.T) {
 // The page stands alone: inline SVG charts, no address to fetch.
 func TestHTMLIsSelfContained(t *testing.T) {
 	st := stream{lab: "l", commits: 30, at: 16, stepPct: -1, noise: 3e-5}
-	h := load(t, store(t, st.runs()), Options{MinPct: -1})
+	h := load(t, store(t, st.runs()), lines.Options{MinPct: -1})
 	page, err := h.HTML()
 	if err != nil {
 		t.Fatal(err)
@@ -397,38 +396,18 @@ func TestBisectEndsJoinTheCommitLine(t *testing.T) {
 		b.Index, b.Variant, b.CommitSeq = i+1, []string{"baseline", "", "patched"}[step], 0
 		r.Boots = append(r.Boots, b)
 	}
-	h := load(t, store(t, []*history.Run{r}), Options{MinPct: -1})
+	h := load(t, store(t, []*history.Run{r}), lines.Options{MinPct: -1})
 	s := series(t, h, "uprobe-nop")
-	if len(h.Series) != 2 || s.Key.Variant != "" || len(s.Levels) != 3 {
-		t.Fatalf("%d series; uprobe-nop's variant %q, %d levels", len(h.Series), s.Key.Variant, len(s.Levels))
+	if len(h.Lines) != 2 || s.Key.Variant != "" || len(s.Levels) != 3 {
+		t.Fatalf("%d series; uprobe-nop's variant %q, %d levels", len(h.Lines), s.Key.Variant, len(s.Levels))
 	}
 	for i, l := range s.Levels {
 		if l.Commit != base[i].Boots[0].Commit {
 			t.Errorf("level %d: commit %s, want step %d's %s", i, Short(l.Commit), i, Short(base[i].Boots[0].Commit))
 		}
 	}
-	_, err := Load(context.Background(), store(t, []*history.Run{r}), Options{Lab: "nope", MinPct: -1})
+	_, err := lines.Load(context.Background(), store(t, []*history.Run{r}), lines.Options{Lab: "nope", MinPct: -1})
 	if err == nil || !strings.Contains(err.Error(), `no lab "nope"`) || !strings.Contains(err.Error(), "it holds b") {
 		t.Errorf("unknown lab: %v", err)
-	}
-}
-
-// Lines of Go-producer agents keep the threshold their noise needed; lines
-// of the producer program get icount's own.
-func TestDetectOptionsFollowTheMethod(t *testing.T) {
-	for _, tc := range []struct {
-		clock, method string
-		minPct        float64
-		want          float64
-	}{
-		{history.ClockICount, "", -1, changepoint.ICountGoProducers().MinPct},
-		{history.ClockICount, protocol.Method, -1, changepoint.ICount().MinPct},
-		{history.ClockWall, protocol.Method, -1, changepoint.Wall().MinPct},
-		{history.ClockICount, protocol.Method, 0.5, 0.5},
-	} {
-		o := detectOptions(history.SeriesKey{Clock: tc.clock, Method: tc.method}, tc.minPct)
-		if o.MinPct != tc.want {
-			t.Errorf("%s %q --min-pct %v: MinPct %v, want %v", tc.clock, tc.method, tc.minPct, o.MinPct, tc.want)
-		}
 	}
 }

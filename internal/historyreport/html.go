@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"lab/internal/history"
+	"lab/internal/lines"
 	"lab/internal/report"
 )
 
@@ -38,7 +39,7 @@ type errPoints struct {
 // change points, and each change point as a vertical line, red where the
 // figure went down and green where it went up. A series of one level has
 // no chart ("" and no error).
-func (s *Series) Chart() (template.HTML, error) {
+func chart(s *lines.Line) (template.HTML, error) {
 	if len(s.Levels) < 2 {
 		return "", nil
 	}
@@ -65,11 +66,11 @@ func (s *Series) Chart() (template.HTML, error) {
 		lo, hi = min(lo, y-l.SD*scale), max(hi, y+l.SD*scale)
 		label := ""
 		if i%every == 0 {
-			label = l.Label()
+			label = levelLabel(l)
 		}
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: label})
 	}
-	if err := s.addLevels(p, scale, lo, hi); err != nil {
+	if err := addLevels(s, p, scale, lo, hi); err != nil {
 		return "", err
 	}
 	sc, err := plotter.NewScatter(pts)
@@ -97,7 +98,7 @@ func (s *Series) Chart() (template.HTML, error) {
 // addLevels draws each stretch between change points at its mean (dashed)
 // and each change point as a line across the chart (lo to hi, padded),
 // coloured by its direction.
-func (s *Series) addLevels(p *plot.Plot, scale, lo, hi float64) error {
+func addLevels(s *lines.Line, p *plot.Plot, scale, lo, hi float64) error {
 	// Each stretch between change points, at its mean.
 	start := 0
 	ends := []int{}
@@ -106,7 +107,7 @@ func (s *Series) addLevels(p *plot.Plot, scale, lo, hi float64) error {
 	}
 	ends = append(ends, len(s.Levels))
 	for _, end := range ends {
-		m, _ := meanSD(levelMeans(s.Levels[start:end]))
+		m, _ := lines.MeanSD(levelMeans(s.Levels[start:end]))
 		line, err := plotter.NewLine(plotter.XYs{{X: float64(start) - 0.4, Y: m * scale}, {X: float64(end-1) + 0.4, Y: m * scale}})
 		if err != nil {
 			return err
@@ -161,7 +162,7 @@ func (preciseTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-func levelMeans(ls []Level) []float64 {
+func levelMeans(ls []lines.Level) []float64 {
 	out := make([]float64, len(ls))
 	for i, l := range ls {
 		out[i] = l.Mean
@@ -231,7 +232,7 @@ func (h *History) HTML() (string, error) {
 	for i, g := range h.Groups() {
 		hg := htmlGroup{Table: tables[i]}
 		for _, s := range h.InGroup(g) {
-			svg, err := s.Chart()
+			svg, err := chart(s)
 			if err != nil {
 				return "", fmt.Errorf("chart of %s: %w", s.Key, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"lab/internal/history"
+	"lab/internal/lines"
 	"lab/internal/report"
 )
 
@@ -26,8 +27,8 @@ type Mail struct {
 // regression is what one mail reports: the change points of one group
 // whose new level starts at the same commit of the same run.
 type regression struct {
-	group Group
-	found []Found // the slower ones, the largest change first
+	group lines.Group
+	found []lines.Found // the slower ones, the largest change first
 }
 
 // Mails are the history's regression mails: one for each commit (and
@@ -36,7 +37,7 @@ type regression struct {
 func (h *History) Mails() []Mail {
 	var regs []*regression
 	type key struct {
-		g           Group
+		g           lines.Group
 		run, commit string
 	}
 	at := map[key]*regression{}
@@ -45,7 +46,7 @@ func (h *History) Mails() []Mail {
 			continue
 		}
 		a := f.After()
-		k := key{GroupOf(f.Series.Key), a.RunID, a.Commit}
+		k := key{lines.GroupOf(f.Line.Key), a.RunID, a.Commit}
 		r, ok := at[k]
 		if !ok {
 			r = &regression{group: k.g}
@@ -59,8 +60,8 @@ func (h *History) Mails() []Mail {
 	for _, r := range regs {
 		// The largest drop leads; a control's only when nothing else
 		// moved (a control that moves says the measurement did).
-		slices.SortStableFunc(r.found, func(a, b Found) int {
-			return cmp.Or(cmpBool(a.Series.Control, b.Series.Control), cmp.Compare(a.Change.Pct, b.Change.Pct))
+		slices.SortStableFunc(r.found, func(a, b lines.Found) int {
+			return cmp.Or(cmpBool(a.Line.Control, b.Line.Control), cmp.Compare(a.Change.Pct, b.Change.Pct))
 		})
 		m := h.mail(r)
 		base := "regression-" + mailTag(r.found[0].After())
@@ -86,7 +87,7 @@ func cmpBool(a, b bool) int {
 
 // mailTag names a level in a file name: its commit's 12 digits, or its
 // run.
-func mailTag(l Level) string {
+func mailTag(l lines.Level) string {
 	if l.Commit != "" {
 		return Short(l.Commit)
 	}
@@ -106,7 +107,7 @@ func subjectPct(pct float64) string {
 
 func (h *History) mail(r *regression) Mail {
 	lead := r.found[0]
-	s, c := lead.Series, lead.Change
+	s, c := lead.Line, lead.Change
 	before, after := lead.Before(), lead.After()
 	k := s.Key
 	subject := fmt.Sprintf("[lab:%s] %s: %s %s regression", k.Lab, Short(mailTag(after)), MetricName(k), subjectPct(c.Pct))
@@ -125,7 +126,7 @@ func (h *History) mail(r *regression) Mail {
 	if cu := c.Culprit; cu != nil && cu.BisectRun != "" {
 		line("bisected: %s %s (lab bisect run %s)", cu.Outcome, orUnknown(Short(cu.Culprit)), cu.BisectRun)
 	}
-	line("runs: %s before; %s after", before.runText(), after.runText())
+	line("runs: %s before; %s after", runText(before), runText(after))
 	if after.Commit == before.Commit {
 		line("note: the commit is the same on both sides: what moved the figure is not the kernel's source (%s)", sameCommitWhy(before, after))
 	}
@@ -159,7 +160,7 @@ func (h *History) mail(r *regression) Mail {
 		c.NBefore, bootsOf(s.Levels[c.Index-c.NBefore:c.Index]), c.NAfter, bootsOf(s.Levels[c.Index:c.Index+c.NAfter]),
 		pctText(c.Pct), pText(c.P), pctText(c.StepPct))
 	for _, f := range r.found[1:] {
-		line("Also slower from this commit: %s %s.", MetricName(f.Series.Key), subjectPct(f.Change.Pct))
+		line("Also slower from this commit: %s %s.", MetricName(f.Line.Key), subjectPct(f.Change.Pct))
 	}
 	b.WriteString("\n" + strings.Repeat("=", MailWidth) + "\n")
 	line("arch/cpus/clock/accel/testcase:")
@@ -198,7 +199,7 @@ func orUnknown(commit string) string {
 }
 
 // sameCommitWhy says what differs between two levels of one commit.
-func sameCommitWhy(a, b Level) string {
+func sameCommitWhy(a, b lines.Level) string {
 	var diffs []string
 	if a.LabVersion != b.LabVersion {
 		diffs = append(diffs, fmt.Sprintf("lab %s, then %s", a.LabVersion, b.LabVersion))
@@ -215,7 +216,7 @@ func sameCommitWhy(a, b Level) string {
 	return strings.Join(diffs, "; ")
 }
 
-func bootsOf(ls []Level) int {
+func bootsOf(ls []lines.Level) int {
 	n := 0
 	for _, l := range ls {
 		n += len(l.Boots)
@@ -242,7 +243,7 @@ type side struct {
 
 // sideOf describes levels: over their means, or over the boots of a
 // single level.
-func sideOf(ls []Level) side {
+func sideOf(ls []lines.Level) side {
 	var v []float64
 	switch len(ls) {
 	case 0:
@@ -252,7 +253,7 @@ func sideOf(ls []Level) side {
 	default:
 		v = levelMeans(ls)
 	}
-	m, sd := meanSD(v)
+	m, sd := lines.MeanSD(v)
 	s := side{ok: true, mean: m, n: len(v)}
 	if len(v) > 1 && m != 0 {
 		s.sdPct = sd / math.Abs(m) * 100
@@ -263,9 +264,9 @@ func sideOf(ls []Level) side {
 // mailTable is LKP's comparison table: every row of the group (controls
 // included) over the levels before the change point and from it on, as
 // the change point of the leading series cut them.
-func (h *History) mailTable(g Group, lead *Series, c Change) string {
+func (h *History) mailTable(g lines.Group, lead *lines.Line, c lines.Change) string {
 	type lk struct{ run, commit string }
-	set := func(ls []Level) map[lk]bool {
+	set := func(ls []lines.Level) map[lk]bool {
 		m := map[lk]bool{}
 		for _, l := range ls {
 			m[lk{l.RunID, l.Commit}] = true
@@ -274,8 +275,8 @@ func (h *History) mailTable(g Group, lead *Series, c Change) string {
 	}
 	before := set(lead.Levels[c.Index-c.NBefore : c.Index])
 	after := set(lead.Levels[c.Index : c.Index+c.NAfter])
-	pick := func(s *Series, in map[lk]bool) []Level {
-		var out []Level
+	pick := func(s *lines.Line, in map[lk]bool) []lines.Level {
+		var out []lines.Level
 		for _, l := range s.Levels {
 			if in[lk{l.RunID, l.Commit}] {
 				out = append(out, l)
@@ -324,7 +325,7 @@ func sdText(s side) string {
 
 // reproduce is the mail's last section: the lab commands that measure the
 // change again.
-func reproduce(k history.SeriesKey, before, after Level) string {
+func reproduce(k history.LineKey, before, after lines.Level) string {
 	var b strings.Builder
 	labFile := "labs/" + k.Lab + ".yaml"
 	b.WriteString("To reproduce:\n\n")

@@ -10,7 +10,7 @@ import (
 
 	"lab/internal/bisect"
 	"lab/internal/history"
-	"lab/internal/historyreport"
+	"lab/internal/lines"
 	"lab/internal/results"
 )
 
@@ -19,7 +19,7 @@ import (
 // there (several rows often move at one commit: they are bisected once).
 type Suspect struct {
 	Good, Bad Commit
-	Series    []history.SeriesKey
+	Series    []history.LineKey
 	Figure    results.Figure // the figure a bisect follows: the row that moved most
 	Pct       float64        // its change
 	Slower    bool
@@ -34,12 +34,12 @@ func (s Suspect) Adjacent() bool { return s.Bad.Seq == s.Good.Seq+1 }
 // accepts, grouped by the commits either side, oldest first. A change
 // point without commits and places on both sides (a run's variants, not
 // a branch) is not a suspect.
-func Suspects(h *historyreport.History, keep func(history.SeriesKey) bool) []Suspect {
+func Suspects(h *lines.History, keep func(history.LineKey) bool) []Suspect {
 	type ends struct{ good, bad string }
 	byEnds := map[ends]*Suspect{}
 	var order []ends
 	for _, f := range h.Changes() {
-		k := f.Series.Key
+		k := f.Line.Key
 		if !keep(k) || k.Tool != "" {
 			continue // a guest tool's figure: lab bisect follows the agent's
 		}
@@ -57,11 +57,11 @@ func Suspects(h *historyreport.History, keep func(history.SeriesKey) bool) []Sus
 		s.Series = append(s.Series, k)
 		// The figure: a benchmark's before a control's, then the largest
 		// change.
-		better := len(s.Series) == 1 || (s.control && !f.Series.Control) ||
-			(s.control == f.Series.Control && math.Abs(f.Change.Pct) > math.Abs(s.Pct))
+		better := len(s.Series) == 1 || (s.control && !f.Line.Control) ||
+			(s.control == f.Line.Control && math.Abs(f.Change.Pct) > math.Abs(s.Pct))
 		if better {
 			s.Figure = results.Figure{Benchmark: k.Benchmark, Producers: k.Producers, Scaling: k.Metric == history.MetricScaling}
-			s.Pct, s.Slower, s.control = f.Change.Pct, f.Change.Slower, f.Series.Control
+			s.Pct, s.Slower, s.control = f.Change.Pct, f.Change.Slower, f.Line.Control
 		}
 	}
 	var out []Suspect
@@ -100,7 +100,7 @@ func Resolve(ctx context.Context, store *history.Store, lab string, sus []Suspec
 			logf("bisect %s: %s %s", runID, outcome, short(culprit))
 		}
 		for _, k := range s.Series {
-			c.Series = k.String()
+			c.Line = k.String()
 			if err := store.AddCulprit(ctx, c); err != nil {
 				return out, err
 			}
@@ -127,13 +127,13 @@ func Command(labFile string, s Suspect, extra []string) string {
 // them (the followed figure, the controls' rates of the same boot), so
 // that a bisect of a tracked branch boots no end again. Under icount only:
 // wall-clock boots of another session are not comparable with new ones.
-func EndObs(h *historyreport.History, s Suspect) *bisect.Ends {
-	var fig *historyreport.Series
-	for i := range h.Series {
-		k := h.Series[i].Key
+func EndObs(h *lines.History, s Suspect) *bisect.Ends {
+	var fig *lines.Line
+	for i := range h.Lines {
+		k := h.Lines[i].Key
 		if slices.Contains(s.Series, k) && k.Benchmark == s.Figure.Benchmark && k.Producers == s.Figure.Producers &&
 			(k.Metric == history.MetricScaling) == s.Figure.Scaling {
-			fig = &h.Series[i]
+			fig = &h.Lines[i]
 			break
 		}
 	}
@@ -141,13 +141,13 @@ func EndObs(h *historyreport.History, s Suspect) *bisect.Ends {
 		return nil
 	}
 	// The controls of the same shape: one boot's rate each.
-	var controls []*historyreport.Series
-	for i := range h.Series {
-		k := h.Series[i].Key
-		if h.Series[i].Control && k.Producers == 1 && k.Metric == history.MetricRate && k.Tool == "" &&
+	var controls []*lines.Line
+	for i := range h.Lines {
+		k := h.Lines[i].Key
+		if h.Lines[i].Control && k.Producers == 1 && k.Metric == history.MetricRate && k.Tool == "" &&
 			k.Lab == fig.Key.Lab && k.Variant == fig.Key.Variant && k.Arch == fig.Key.Arch && k.CPUs == fig.Key.CPUs &&
 			k.Topology == fig.Key.Topology && k.Clock == fig.Key.Clock && k.Accel == fig.Key.Accel && k.HostClass == fig.Key.HostClass && k.Method == fig.Key.Method {
-			controls = append(controls, &h.Series[i])
+			controls = append(controls, &h.Lines[i])
 		}
 	}
 	obs := func(commit string) []bisect.Obs {
@@ -176,7 +176,7 @@ func EndObs(h *historyreport.History, s Suspect) *bisect.Ends {
 }
 
 // valueOf is a series' figure of one boot.
-func valueOf(s *historyreport.Series, run, commit string, boot int) (float64, bool) {
+func valueOf(s *lines.Line, run, commit string, boot int) (float64, bool) {
 	for _, l := range s.Levels {
 		if l.RunID != run || l.Commit != commit {
 			continue

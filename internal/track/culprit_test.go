@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"lab/internal/history"
-	"lab/internal/historyreport"
+	"lab/internal/lines"
 	"lab/internal/results"
 )
 
@@ -76,11 +76,11 @@ func TestSuspectsAndCulprits(t *testing.T) {
 			if _, err := store.Add(ctx, trackedRun(tc.n, tc.every, level)); err != nil {
 				t.Fatal(err)
 			}
-			h, err := historyreport.Load(ctx, store, historyreport.Options{Lab: "stream", MinPct: -1})
+			h, err := lines.Load(ctx, store, lines.Options{Lab: "stream", MinPct: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sus := Suspects(h, func(k history.SeriesKey) bool { return k.Clock == history.ClockICount })
+			sus := Suspects(h, func(k history.LineKey) bool { return k.Clock == history.ClockICount })
 			var got []string
 			for _, s := range sus {
 				got = append(got, s.Good.Hash+".."+s.Bad.Hash)

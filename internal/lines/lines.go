@@ -1,19 +1,18 @@
-// Package historyreport reads lab's history (internal/history) as series of
-// levels, finds where each series moved (internal/changepoint) and writes
-// what people and other tools read: tables of every series, one offline
-// HTML page, a regression mail in the form of the kernel test robot's
-// (LKP), and exports to Apache Otava's CSV and Bencher's BMF JSON.
+// Package lines reads lab's history (internal/history) as lines of levels
+// and finds where each line moved (internal/changepoint): the analysis
+// that lab track, lab history and the history's writers
+// (internal/historyreport) share. A line is one benchmark row of one
+// shape, clock, accelerator and host class, along the commits measured.
 //
 // A level is the boots of one commit in one run: the detector sees one
 // point a commit (their mean), as it expects, whatever the number of boots
 // a run gave it. A bisect's ends (recorded as its baseline and patched
 // boots) are commits of the line like its steps, so they join its steps'
-// series. Levels are in the history's order: along the branch where a
+// line. Levels are in the history's order: along the branch where a
 // commit's place is known, else by run and boot.
 //
-// Everything is computed once (Load), then rendered to cells once, which
-// every format lays out.
-package historyreport
+// Everything is computed once (Load); the writers render it.
+package lines
 
 import (
 	"cmp"
@@ -42,13 +41,13 @@ type Options struct {
 type History struct {
 	Where  string // the store, as it names itself
 	Lab    string // the lab asked for, or ""
-	Series []Series
+	Lines []Line
 }
 
-// Series is one series of the history: one benchmark row, shape, clock,
+// Line is one line of the history: one benchmark row, shape, clock,
 // accelerator and host class of one lab.
-type Series struct {
-	Key     history.SeriesKey
+type Line struct {
+	Key     history.LineKey
 	Control bool // a control benchmark: no kernel change should move it
 	Levels  []Level
 	Options changepoint.Options // what detection used
@@ -101,8 +100,8 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 		return nil, fmt.Errorf("history %s: no lab %q in it (%s)", s, opt.Lab, labsText(all))
 	}
 	h := &History{Where: s.String(), Lab: opt.Lab}
-	points := map[history.SeriesKey][]history.Point{}
-	var order []history.SeriesKey
+	points := map[history.LineKey][]history.Point{}
+	var order []history.LineKey
 	for _, k := range keys {
 		pts, err := s.Points(ctx, k)
 		if err != nil {
@@ -120,10 +119,10 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 	slices.SortFunc(order, compareKeys)
 	for _, k := range order {
 		pts := points[k]
-		slices.SortStableFunc(pts, comparePoints)
-		sr := Series{Key: k, Control: benchmark.IsControl(k.Benchmark), Levels: levels(pts), Options: detectOptions(k, opt.MinPct)}
+		slices.SortStableFunc(pts, ComparePoints)
+		sr := Line{Key: k, Control: benchmark.IsControl(k.Benchmark), Levels: levels(pts), Options: detectOptions(k, opt.MinPct)}
 		sr.detect()
-		h.Series = append(h.Series, sr)
+		h.Lines = append(h.Lines, sr)
 	}
 	culprits, err := s.Culprits(ctx, opt.Lab)
 	if err != nil {
@@ -137,14 +136,14 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 // series whose bisect named the first commit after the change point, or
 // that bisected exactly the commits either side of it.
 func (h *History) attach(culprits []history.Culprit) {
-	for i := range h.Series {
-		sr := &h.Series[i]
+	for i := range h.Lines {
+		sr := &h.Lines[i]
 		for j := range sr.Changes {
 			c := &sr.Changes[j]
 			before, after := sr.Levels[c.Index-1], sr.Levels[c.Index]
 			for k := range culprits {
 				cu := &culprits[k]
-				if cu.Lab == sr.Key.Lab && cu.Series == sr.Key.String() &&
+				if cu.Lab == sr.Key.Lab && cu.Line == sr.Key.String() &&
 					((cu.Culprit != "" && cu.Culprit == after.Commit) || (cu.Good == before.Commit && cu.Bad == after.Commit)) {
 					c.Culprit = cu
 				}
@@ -153,7 +152,7 @@ func (h *History) attach(culprits []history.Culprit) {
 	}
 }
 
-func labsText(keys []history.SeriesKey) string {
+func labsText(keys []history.LineKey) string {
 	var labs []string
 	for _, k := range keys {
 		if !slices.Contains(labs, k.Lab) {
@@ -168,7 +167,7 @@ func labsText(keys []history.SeriesKey) string {
 
 // detectOptions are the clock's defaults for the series' measuring method,
 // with the least change the user gave (minPct >= 0).
-func detectOptions(k history.SeriesKey, minPct float64) changepoint.Options {
+func detectOptions(k history.LineKey, minPct float64) changepoint.Options {
 	o := changepoint.Wall()
 	switch {
 	case k.Clock == history.ClockICount && k.Method == "":
@@ -183,7 +182,7 @@ func detectOptions(k history.SeriesKey, minPct float64) changepoint.Options {
 }
 
 // compareKeys orders series as the store lists them.
-func compareKeys(a, b history.SeriesKey) int {
+func compareKeys(a, b history.LineKey) int {
 	return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs),
 		cmp.Compare(a.Topology, b.Topology), cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel),
 		cmp.Compare(a.HostClass, b.HostClass), cmp.Compare(a.Method, b.Method), cmp.Compare(a.Variant, b.Variant),
@@ -191,11 +190,11 @@ func compareKeys(a, b history.SeriesKey) int {
 		cmp.Compare(a.Metric, b.Metric))
 }
 
-// comparePoints is the store's order of points: along the branch where the
+// ComparePoints is the store's order of points: along the branch where the
 // commit's place is known, then by the run's start, run and boot; within
 // a bisect, its good end first and its bad end last, the steps between
 // in the order measured (lab bisect --each measures them in order).
-func comparePoints(a, b history.Point) int {
+func ComparePoints(a, b history.Point) int {
 	seq := 0
 	switch {
 	case a.CommitSeq == b.CommitSeq:
@@ -249,12 +248,12 @@ func levels(pts []history.Point) []Level {
 		}
 	}
 	for i := range out {
-		out[i].Mean, out[i].SD = meanSD(out[i].Values)
+		out[i].Mean, out[i].SD = MeanSD(out[i].Values)
 	}
 	return out
 }
 
-func meanSD(v []float64) (mean, sd float64) {
+func MeanSD(v []float64) (mean, sd float64) {
 	if len(v) == 0 {
 		return math.NaN(), 0
 	}
@@ -275,7 +274,7 @@ func meanSD(v []float64) (mean, sd float64) {
 // detect finds the series' change points over its levels: each level's
 // mean, of its boots, of its image. Under icount (Exact) the noise of one
 // boot is what the series' repeated images show.
-func (s *Series) detect() {
+func (s *Line) detect() {
 	points := make([]changepoint.Point, len(s.Levels))
 	byImage := map[string][]float64{}
 	for i, l := range s.Levels {
@@ -304,7 +303,7 @@ func (s *Series) detect() {
 }
 
 // ChangeAt is the change point whose new level starts at level i.
-func (s *Series) ChangeAt(i int) (Change, bool) {
+func (s *Line) ChangeAt(i int) (Change, bool) {
 	for _, c := range s.Changes {
 		if c.Index == i {
 			return c, true
@@ -314,7 +313,7 @@ func (s *Series) ChangeAt(i int) (Change, bool) {
 }
 
 // Boots counts the series' boots.
-func (s *Series) Boots() int {
+func (s *Line) Boots() int {
 	n := 0
 	for _, l := range s.Levels {
 		n += len(l.Boots)
@@ -324,21 +323,21 @@ func (s *Series) Boots() int {
 
 // Found is one change point of one series.
 type Found struct {
-	Series *Series
+	Line *Line
 	Change Change
 }
 
 // Before and After are the levels either side of the change.
-func (f Found) Before() Level { return f.Series.Levels[f.Change.Index-1] }
-func (f Found) After() Level  { return f.Series.Levels[f.Change.Index] }
+func (f Found) Before() Level { return f.Line.Levels[f.Change.Index-1] }
+func (f Found) After() Level  { return f.Line.Levels[f.Change.Index] }
 
 // Changes lists every change point of every series, in series order.
 func (h *History) Changes() []Found {
 	var out []Found
-	for i := range h.Series {
-		s := &h.Series[i]
+	for i := range h.Lines {
+		s := &h.Lines[i]
 		for _, c := range s.Changes {
-			out = append(out, Found{Series: s, Change: c})
+			out = append(out, Found{Line: s, Change: c})
 		}
 	}
 	return out
@@ -368,7 +367,7 @@ func (h *History) Outcome() Outcome {
 // Labs are the labs of the history's series, in order.
 func (h *History) Labs() []string {
 	var out []string
-	for _, s := range h.Series {
+	for _, s := range h.Lines {
 		if !slices.Contains(out, s.Key.Lab) {
 			out = append(out, s.Key.Lab)
 		}
@@ -384,7 +383,7 @@ type Group struct {
 }
 
 // GroupOf is the group of a series key.
-func GroupOf(k history.SeriesKey) Group {
+func GroupOf(k history.LineKey) Group {
 	return Group{Lab: k.Lab, Variant: k.Variant, Arch: k.Arch, CPUs: k.CPUs, Topology: k.Topology,
 		Clock: k.Clock, Accel: k.Accel, HostClass: k.HostClass, Method: k.Method}
 }
@@ -392,7 +391,7 @@ func GroupOf(k history.SeriesKey) Group {
 // Groups lists the groups of the history's series, in series order.
 func (h *History) Groups() []Group {
 	var out []Group
-	for _, s := range h.Series {
+	for _, s := range h.Lines {
 		if g := GroupOf(s.Key); !slices.Contains(out, g) {
 			out = append(out, g)
 		}
@@ -401,11 +400,11 @@ func (h *History) Groups() []Group {
 }
 
 // InGroup lists the series of one group.
-func (h *History) InGroup(g Group) []*Series {
-	var out []*Series
-	for i := range h.Series {
-		if GroupOf(h.Series[i].Key) == g {
-			out = append(out, &h.Series[i])
+func (h *History) InGroup(g Group) []*Line {
+	var out []*Line
+	for i := range h.Lines {
+		if GroupOf(h.Lines[i].Key) == g {
+			out = append(out, &h.Lines[i])
 		}
 	}
 	return out
