@@ -39,8 +39,8 @@ type Options struct {
 
 // History is the history as series of levels, each with its change points.
 type History struct {
-	Where  string // the store, as it names itself
-	Lab    string // the lab asked for, or ""
+	Where string // the store, as it names itself
+	Lab   string // the lab asked for, or ""
 	Lines []Line
 }
 
@@ -323,7 +323,7 @@ func (s *Line) Boots() int {
 
 // Found is one change point of one series.
 type Found struct {
-	Line *Line
+	Line   *Line
 	Change Change
 }
 
