@@ -37,7 +37,7 @@ type Options struct {
 	MinPct float64
 }
 
-// History is the history as series of levels, each with its change points.
+// History is the history as lines of levels, each with its change points.
 type History struct {
 	Where string // the store, as it names itself
 	Lab   string // the lab asked for, or ""
@@ -52,7 +52,7 @@ type Line struct {
 	Levels  []Level
 	Options changepoint.Options // what detection used
 	Changes []Change
-	// TooFew says why the series has too few points for detection to
+	// TooFew says why the line has too few points for detection to
 	// judge it ("" when it has enough): no change point is then no news.
 	TooFew string
 }
@@ -74,7 +74,7 @@ type Level struct {
 	Mean, SD      float64 // SD: 0 for one boot
 }
 
-// Change is a change point between two levels of a series.
+// Change is a change point between two levels of a line.
 type Change struct {
 	changepoint.ChangePoint // Index: the first level of the new level
 	// Slower: the figure went down. Every figure lab keeps is a rate or a
@@ -85,7 +85,7 @@ type Change struct {
 	Culprit *history.Culprit
 }
 
-// Load reads every series of the history (of opt.Lab, when set) and finds
+// Load reads every line of the history (of opt.Lab, when set) and finds
 // their change points. An unknown lab is an error naming those there are.
 func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) {
 	keys, err := s.SeriesKeys(ctx, opt.Lab)
@@ -133,7 +133,7 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 }
 
 // attach gives each change point the culprit bisected for it: one of its
-// series whose bisect named the first commit after the change point, or
+// line whose bisect named the first commit after the change point, or
 // that bisected exactly the commits either side of it.
 func (h *History) attach(culprits []history.Culprit) {
 	for i := range h.Lines {
@@ -165,7 +165,7 @@ func labsText(keys []history.LineKey) string {
 	return "it holds " + strings.Join(labs, ", ")
 }
 
-// detectOptions are the clock's defaults for the series' measuring method,
+// detectOptions are the clock's defaults for the line's measuring method,
 // with the least change the user gave (minPct >= 0).
 func detectOptions(k history.LineKey, minPct float64) changepoint.Options {
 	o := changepoint.Wall()
@@ -181,7 +181,7 @@ func detectOptions(k history.LineKey, minPct float64) changepoint.Options {
 	return o
 }
 
-// compareKeys orders series as the store lists them.
+// compareKeys orders lines as the store lists them.
 func compareKeys(a, b history.LineKey) int {
 	return cmp.Or(cmp.Compare(a.Lab, b.Lab), cmp.Compare(a.Arch, b.Arch), cmp.Compare(a.CPUs, b.CPUs),
 		cmp.Compare(a.Topology, b.Topology), cmp.Compare(a.Clock, b.Clock), cmp.Compare(a.Accel, b.Accel),
@@ -271,9 +271,9 @@ func MeanSD(v []float64) (mean, sd float64) {
 	return mean, math.Sqrt(ss / float64(len(v)-1))
 }
 
-// detect finds the series' change points over its levels: each level's
+// detect finds the line's change points over its levels: each level's
 // mean, of its boots, of its image. Under icount (Exact) the noise of one
-// boot is what the series' repeated images show.
+// boot is what the line's repeated images show.
 func (s *Line) detect() {
 	points := make([]changepoint.Point, len(s.Levels))
 	byImage := map[string][]float64{}
@@ -312,7 +312,7 @@ func (s *Line) ChangeAt(i int) (Change, bool) {
 	return Change{}, false
 }
 
-// Boots counts the series' boots.
+// Boots counts the line's boots.
 func (s *Line) Boots() int {
 	n := 0
 	for _, l := range s.Levels {
@@ -321,7 +321,7 @@ func (s *Line) Boots() int {
 	return n
 }
 
-// Found is one change point of one series.
+// Found is one change point of one line.
 type Found struct {
 	Line   *Line
 	Change Change
@@ -331,7 +331,7 @@ type Found struct {
 func (f Found) Before() Level { return f.Line.Levels[f.Change.Index-1] }
 func (f Found) After() Level  { return f.Line.Levels[f.Change.Index] }
 
-// Changes lists every change point of every series, in series order.
+// Changes lists every change point of every line, in the lines' order.
 func (h *History) Changes() []Found {
 	var out []Found
 	for i := range h.Lines {
@@ -364,7 +364,7 @@ func (h *History) Outcome() Outcome {
 	return out
 }
 
-// Labs are the labs of the history's series, in order.
+// Labs are the labs of the history's lines, in order.
 func (h *History) Labs() []string {
 	var out []string
 	for _, s := range h.Lines {
@@ -375,20 +375,20 @@ func (h *History) Labs() []string {
 	return out
 }
 
-// Group is what series share when their figures come from the same boots:
+// Group is what lines share when their figures come from the same boots:
 // every field of the key but the benchmark row's.
 type Group struct {
 	Lab, Variant, Arch, Topology, Clock, Accel, HostClass, Method string
 	CPUs                                                          int
 }
 
-// GroupOf is the group of a series key.
+// GroupOf is the group of a line key.
 func GroupOf(k history.LineKey) Group {
 	return Group{Lab: k.Lab, Variant: k.Variant, Arch: k.Arch, CPUs: k.CPUs, Topology: k.Topology,
 		Clock: k.Clock, Accel: k.Accel, HostClass: k.HostClass, Method: k.Method}
 }
 
-// Groups lists the groups of the history's series, in series order.
+// Groups lists the groups of the history's lines, in their order.
 func (h *History) Groups() []Group {
 	var out []Group
 	for _, s := range h.Lines {
@@ -399,7 +399,7 @@ func (h *History) Groups() []Group {
 	return out
 }
 
-// InGroup lists the series of one group.
+// InGroup lists the lines of one group.
 func (h *History) InGroup(g Group) []*Line {
 	var out []*Line
 	for i := range h.Lines {
