@@ -357,7 +357,7 @@ func (f *historyCmdFlags) detect(h *historyreport.History, out io.Writer) error 
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "%s\nhistory: %s\n", h.Summary(), h.Where)
-	switch h.Outcome() {
+	switch h.Movement() {
 	case lines.Regression:
 		return codeError{exitcode.Slower, fmt.Errorf("history detect: a regression: %s", h.Summary())}
 	case lines.Improvement:

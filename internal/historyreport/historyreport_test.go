@@ -121,7 +121,7 @@ func TestDetectPlantedStep(t *testing.T) {
 		st      stream
 		minPct  float64
 		changes int
-		outcome lines.Outcome
+		outcome lines.Movement
 	}{
 		{"a 1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -1, noise: 3e-5}, -1, 1, lines.Regression},
 		{"a 0.1% regression", stream{lab: "l", commits: 40, at: 21, stepPct: -0.1, noise: 3e-5}, -1, 1, lines.Regression},
@@ -143,7 +143,7 @@ func TestDetectPlantedStep(t *testing.T) {
 			if len(s.Changes) != tc.changes {
 				t.Fatalf("changes %+v, want %d", s.Changes, tc.changes)
 			}
-			if got := h.Outcome(); got != tc.outcome {
+			if got := h.Movement(); got != tc.outcome {
 				t.Errorf("outcome %d, want %d", got, tc.outcome)
 			}
 			if c := series(t, h, "usermode-count"); len(c.Changes) != 0 || !c.Control {

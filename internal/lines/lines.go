@@ -343,17 +343,17 @@ func (h *History) Changes() []Found {
 	return out
 }
 
-// Outcome sums up the change points for CI.
-type Outcome int
+// Movement sums up the change points for CI.
+type Movement int
 
 const (
-	NoChange    Outcome = iota // no change point
+	NoChange    Movement = iota // no change point
 	Regression                 // at least one figure went down
 	Improvement                // change points, every one a figure going up
 )
 
-// Outcome is what the change points amount to.
-func (h *History) Outcome() Outcome {
+// Movement is what the change points amount to.
+func (h *History) Movement() Movement {
 	out := NoChange
 	for _, f := range h.Changes() {
 		if f.Change.Slower {

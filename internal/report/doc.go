@@ -29,7 +29,7 @@ type Document struct {
 	// per kernel, and each comparison's tables (Tables then holds those
 	// against the first kernel).
 	Kernels     []variant.Variant `json:"kernels,omitempty"`
-	Comparisons []Comparison      `json:"comparisons,omitempty"`
+	Comparisons []Judged          `json:"comparisons,omitempty"`
 }
 
 // RunInfo is one run's provenance and reproducer.

@@ -21,16 +21,12 @@ import (
 // relabelled baseline and patched, so every rule of package verdict holds
 // unchanged.
 
-// Comparison is one judgement of a report of several kernels: Patched's
-// boots against Against's.
-type Comparison struct {
-	Patched variant.Variant `json:"patched"`
-	Against variant.Variant `json:"against"`
-	Tables  []verdict.Table `json:"tables"`
+// Judged is one comparison of a report of several kernels (Patched's
+// boots against Against's) with its tables.
+type Judged struct {
+	variant.Comparison
+	Tables []verdict.Table `json:"tables"`
 }
-
-// Name is the comparison in column heads and lines: "v2 vs v1".
-func (c Comparison) Name() string { return fmt.Sprintf("%s vs %s", c.Patched, c.Against) }
 
 // Relabel keeps the boots of c's two kernels, as baseline (Against) and
 // patched (Patched).
@@ -58,7 +54,7 @@ func buildColumns(d *Document, kernels []variant.Variant, boots []results.Boot, 
 	d.Kernels = kernels
 	for _, c := range comps {
 		tables := judge(Relabel(boots, c))
-		d.Comparisons = append(d.Comparisons, Comparison{Patched: c.Patched, Against: c.Against, Tables: tables})
+		d.Comparisons = append(d.Comparisons, Judged{Comparison: c, Tables: tables})
 		if c.Against == kernels[0] {
 			d.Tables = append(d.Tables, tables...)
 		}

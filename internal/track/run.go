@@ -55,7 +55,7 @@ type Options struct {
 type Result struct {
 	Run      *results.Run
 	Dir      string
-	Outcomes []Outcome
+	Outcomes []Disposition
 	Added    int // boots added to the history
 	Plans    []testbed.ShapePlan
 	Seq      map[string]int // each commit of the range (and From) by its place

@@ -52,8 +52,8 @@ const (
 	NotReached = "not reached" // the track stopped before it (or before all its boots)
 )
 
-// Outcome is what the track did with one selected commit.
-type Outcome struct {
+// Disposition is what the track did with one selected commit.
+type Disposition struct {
 	Commit
 	State  string
 	Image  string // sha256 of its kernel image, once known
@@ -116,14 +116,14 @@ type WalkOptions struct {
 // commit before sel[0] (the range's from). It returns every selected
 // commit's outcome (another shard's marked so) and the error that stopped
 // it, if any.
-func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOptions) ([]Outcome, error) {
+func Walk(ctx context.Context, env Env, parent Commit, sel []Commit, opt WalkOptions) ([]Disposition, error) {
 	if opt.Logf == nil {
 		opt.Logf = func(string, ...any) {}
 	}
-	out := make([]Outcome, len(sel))
+	out := make([]Disposition, len(sel))
 	lo, hi := Deal(len(sel), opt.Shard)
 	for i, c := range sel {
-		out[i] = Outcome{Commit: c, State: NotReached}
+		out[i] = Disposition{Commit: c, State: NotReached}
 		if i < lo || i >= hi {
 			out[i].State = OtherShard
 		}
@@ -192,7 +192,7 @@ type walker struct {
 	cancel context.CancelCauseFunc
 	jobs   chan bootJob
 	mu     sync.Mutex // guards out and booted: workers and the builder write them
-	out    []Outcome
+	out    []Disposition
 	booted []int // boots done per commit, failed ones included
 }
 
@@ -231,7 +231,7 @@ func (w *walker) boot(ctx context.Context, b bootJob) {
 }
 
 // set records what became of commit i.
-func (w *walker) set(i int, f func(o *Outcome)) {
+func (w *walker) set(i int, f func(o *Disposition)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f(&w.out[i])
@@ -245,7 +245,7 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 	for i := lo; i < hi; i++ {
 		c := w.sel[i]
 		if img, ok := w.opt.Done[c.Hash]; ok {
-			w.set(i, func(o *Outcome) { o.State, o.Image = InHistory, img })
+			w.set(i, func(o *Disposition) { o.State, o.Image = InHistory, img })
 			logf("track: %s %s: in the history already", short(c.Hash), c.Subject)
 			prevImage, prev = img, c // "" when unknown: the next commit is measured
 			continue
@@ -254,7 +254,7 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		var skip *bisect.SkipError
 		switch {
 		case errors.As(err, &skip):
-			w.set(i, func(o *Outcome) { o.State, o.Why = NoBuild, skip.Error() })
+			w.set(i, func(o *Disposition) { o.State, o.Why = NoBuild, skip.Error() })
 			logf("track: %s %s: %s", short(c.Hash), c.Subject, skip.Error())
 			prevImage, prev = "", c
 			continue
@@ -269,12 +269,12 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 			}
 		}
 		if same.Hash != "" {
-			w.set(i, func(o *Outcome) { o.Image, o.State, o.SameAs = img, NoCode, same.Hash })
+			w.set(i, func(o *Disposition) { o.Image, o.State, o.SameAs = img, NoCode, same.Hash })
 			logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(same.Hash))
 			prev = c
 			continue
 		}
-		w.set(i, func(o *Outcome) { o.Image, o.State = img, Measured })
+		w.set(i, func(o *Disposition) { o.Image, o.State = img, Measured })
 		prevImage, prev = img, c
 		if err := w.hand(ctx, i); err != nil {
 			return err

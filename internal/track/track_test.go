@@ -76,7 +76,7 @@ func (e *fakeEnv) Boot(ctx context.Context, c Commit, j int) error {
 	return ctx.Err()
 }
 
-func states(out []Outcome) map[string]string {
+func states(out []Disposition) map[string]string {
 	m := map[string]string{}
 	for _, o := range out {
 		m[o.Hash] = o.State

@@ -89,6 +89,9 @@ type Comparison struct {
 	Against Variant `json:"against"`
 }
 
+// Name is the comparison in column heads and lines: "v2 vs v1".
+func (c Comparison) Name() string { return fmt.Sprintf("%s vs %s", c.Patched, c.Against) }
+
 // Comparisons are what a run of several series judges: each series against
 // the baseline, then each against the one before it (v2 against v1).
 func Comparisons(series []Variant) []Comparison {
