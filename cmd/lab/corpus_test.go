@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"lab/internal/exitcode"
+	"lab/internal/results"
 )
 
 // The corpus: bad inputs as a new user writes them (lab files, series
@@ -245,7 +247,7 @@ func corpus() []corpusCase {
 		{"runs", "zero interval", "", nil, "table RUN(zero-interval)", "has a sample of 0 ns", 0, 1},
 		{"runs", "negative hits", "", nil, "table RUN(negative-hits)", "not a lab results file: boots.results.samples.hits holds a number -1000, which lab never writes there", 0, 1},
 		{"runs", "NaN rate", "", nil, "table RUN(nan-rate)", "boots.results.samples.rate holds a string", 0, 1},
-		{"runs", "newer schema", "", nil, "table RUN(newer-schema)", "results schema 99; this lab reads 3 and older", 0, 1},
+		{"runs", "newer schema", "", nil, "table RUN(newer-schema)", "results schema 99; this lab reads " + fmt.Sprint(results.Schema) + " and older", 0, 1},
 		{"runs", "empty results.json", "", nil, "table RUN(empty)", "empty file: not a lab results file", 0, 1},
 		{"runs", "YAML, not JSON", "", nil, "table RUN(yaml-not-json)", "not JSON (at byte 1", 0, 1},
 		{"runs", "boots with nothing", "", nil, "table RUN(nothing-measured)", "none of the 2 boots of run 20260101-000000 has results or a failure", 0, 1},

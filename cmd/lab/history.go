@@ -117,7 +117,7 @@ func recordHistory(ctx context.Context, r *results.Run, dir, where string, out, 
 }
 
 func addRun(ctx context.Context, r *results.Run, where string) (int, error) {
-	h, err := history.FromRun(r, "")
+	h, err := history.FromRun(r)
 	if err != nil {
 		return 0, err
 	}
@@ -411,7 +411,7 @@ func (f *historyCmdFlags) importRuns(ctx context.Context, args []string, out io.
 		if err != nil {
 			return fmt.Errorf("history import: %w", err)
 		}
-		h, err := history.FromRun(r, "")
+		h, err := history.FromRun(r)
 		if err != nil {
 			return fmt.Errorf("history import %s: %w", d, err)
 		}

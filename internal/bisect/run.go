@@ -110,7 +110,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 		return nil, "", err
 	}
 	b.dir = folder.Dir
-	b.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
+	b.run = &results.Run{Kind: results.KindBisect, Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Claims: testbed.RecordClaims(lab.Claims),
 		Host: results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)}, Bisect: &results.Bisect{Clock: p.Clock, Parallel: b.workers()}}
 	err = b.do(ctx)

@@ -15,21 +15,14 @@ import (
 	"lab/internal/topology"
 )
 
-// FromRun makes the history's record of a lab run (results.json). kind is
-// the command that made it; "" reads it from the run: a bisect, a merge of
-// shards, or else a run. A bisect over a git range gives its steps' places
-// along the branch; a track's caller sets each boot's CommitSeq.
-func FromRun(r *results.Run, kind string) (*Run, error) {
-	if kind == "" {
+// FromRun makes the history's record of a lab run (results.json), of the
+// kind the run says (a run, a bisect, a track, a merge of shards). A bisect
+// over a git range gives its steps' places along the branch; a track's
+// caller sets each boot's CommitSeq.
+func FromRun(r *results.Run) (*Run, error) {
+	kind := r.Kind
+	if kind == "" || kind == results.KindBuild {
 		kind = KindRun
-		switch {
-		case r.Bisect != nil && r.Bisect.Outcome == results.Tracked:
-			kind = KindTrack
-		case r.Bisect != nil:
-			kind = KindBisect
-		case r.Merged != nil:
-			kind = KindMerge
-		}
 	}
 	h := &Run{
 		Lab: r.Lab, RunID: r.RunID, Kind: kind, LabVersion: r.LabVersion, Command: r.Command, Started: r.Started,

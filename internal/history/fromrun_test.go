@@ -50,7 +50,7 @@ func TestFromRunExamples(t *testing.T) {
 	boots := 0
 	for _, d := range dirs {
 		r := runs[d]
-		h, err := FromRun(r, "")
+		h, err := FromRun(r)
 		if err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
@@ -150,7 +150,7 @@ func TestFromRunBisect(t *testing.T) {
 	if r == nil || r.Bisect == nil {
 		t.Fatal("the bisect example is missing")
 	}
-	h, err := FromRun(r, "")
+	h, err := FromRun(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestFromRunFields(t *testing.T) {
 		}
 		r.Boots[0].Hello = &protocol.Hello{Method: protocol.Method}
 		r.Boots[1].Hello = nil
-		h, err := FromRun(r, "")
+		h, err := FromRun(r)
 		if err != nil {
 			t.Fatal(err)
 		}

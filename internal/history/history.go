@@ -13,6 +13,7 @@ package history
 
 import (
 	"fmt"
+	"lab/internal/results"
 	"math"
 	"slices"
 	"strings"
@@ -21,10 +22,10 @@ import (
 
 // Kinds of run: which lab command measured the boots.
 const (
-	KindRun    = "run"
-	KindMerge  = "merge"
-	KindBisect = "bisect"
-	KindTrack  = "track" // a branch measured commit by commit
+	KindRun    = results.KindRun
+	KindMerge  = results.KindMerge
+	KindBisect = results.KindBisect
+	KindTrack  = results.KindTrack
 )
 
 var kinds = []string{KindRun, KindMerge, KindBisect, KindTrack}

@@ -170,7 +170,7 @@ func base(shards []Shard, opt Options) *results.Run {
 	r := first
 	r.Boots, r.Notes, r.Shard, r.Bisect, r.Caveats = nil, nil, nil, nil, nil
 	r.RunID, r.Command = opt.RunID, opt.Command
-	r.Merged = &results.Merged{}
+	r.Merged, r.Kind = &results.Merged{}, results.KindMerge
 	for _, s := range shards {
 		r.Merged.Shards = append(r.Merged.Shards, s.Run.RunID)
 		if s.Run.Started.Before(r.Started) {
@@ -551,7 +551,7 @@ func prepareDir(dir string, shards []Shard) error {
 }
 
 // IsMerged reports whether lab merge made r.
-func IsMerged(r *results.Run) bool { return r.Merged != nil }
+func IsMerged(r *results.Run) bool { return r.Kind == results.KindMerge }
 
 // copyBoot copies a boot's folder (the console log's) from a shard folder.
 func copyBoot(from, to, console string) error {

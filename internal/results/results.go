@@ -26,11 +26,15 @@ import (
 
 // Schema is the version of results.json this lab writes. Load reads every
 // older version too (see upgrade).
-const Schema = 3
+const Schema = 4
 
 // Run is results.json.
 type Run struct {
-	Schema     int      `json:"schema"`
+	Schema int `json:"schema"`
+	// Kind is the command that made the record: KindRun (lab run), KindBuild
+	// (lab build, no boots), KindBisect, KindTrack or KindMerge (shards
+	// folded into one run).
+	Kind       string   `json:"kind"`
 	Lab        string   `json:"lab"`
 	LabFile    string   `json:"lab_file"`
 	LabSHA256  string   `json:"lab_sha256,omitempty"` // of the lab file as read
@@ -72,6 +76,15 @@ type Run struct {
 	// Merged is set when lab merge made the run from shards' folders.
 	Merged *Merged `json:"merged,omitempty"`
 }
+
+// The kinds of record, as Run.Kind says.
+const (
+	KindRun    = "run"
+	KindBuild  = "build"
+	KindBisect = "bisect"
+	KindTrack  = "track" // a branch measured commit by commit
+	KindMerge  = "merge"
+)
 
 // Commit is the commit variant v's kernel was built from: in a run of
 // several series, the baseline's or that series' own ("" for a variant it

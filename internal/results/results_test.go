@@ -122,3 +122,28 @@ func TestCommitOfAVariant(t *testing.T) {
 		}
 	}
 }
+
+// A record says what made it; one from before schema 4 gets its kind from
+// the rest of it.
+func TestKindOfAnOlderRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name, json, want string
+	}{
+		{"run", `{"schema":3,"lab":"l","run_id":"20260101-000000","boots":[{"index":1}]}`, KindRun},
+		{"build", `{"schema":3,"lab":"l","run_id":"build-20260101-000000","complete":true,"finished":"2026-01-01T00:00:00Z"}`, KindBuild},
+		{"bisect", `{"schema":3,"lab":"l","run_id":"bisect-1","bisect":{"outcome":"found"}}`, KindBisect},
+		{"track", `{"schema":3,"lab":"l","run_id":"track-1","bisect":{"outcome":"tracked"}}`, KindTrack},
+		{"merge", `{"schema":3,"lab":"l","run_id":"m","merged":{"shards":["a"]},"boots":[{"index":1}]}`, KindMerge},
+		{"schema 4 says", `{"schema":4,"kind":"merge","lab":"l","run_id":"x","boots":[{"index":1}]}`, KindMerge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := decode("results.json", []byte(tc.json))
+			if err == nil {
+				err = upgrade("results.json", []byte(tc.json), r)
+			}
+			if err != nil || r.Kind != tc.want {
+				t.Errorf("kind %q (%v), want %q", r.Kind, err, tc.want)
+			}
+		})
+	}
+}

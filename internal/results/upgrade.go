@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"lab/internal/topology"
@@ -13,6 +14,7 @@ import (
 //
 //   - 0 (no "schema"): a failed boot had only its message ("error"); it
 //     becomes a failure of kind FailUnknown.
+//   - 0 to 3: no kind; it is read from the rest (kindBefore4).
 //   - 0 to 2: the matrix, the claims and the kernels' build inputs were the
 //     working types of the lab file and the build (Go field names, e.g.
 //     "ClipProducers", and durations as {"Duration": ns}); QMP's vCPUs had
@@ -40,7 +42,27 @@ func upgrade(path string, data []byte, r *Run) error {
 	if r.Merged == nil && r.Shard == nil && len(r.Command) > 1 && r.Command[1] == "merge" {
 		r.Merged = &Merged{}
 	}
+	if r.Schema < 4 {
+		r.Kind = kindBefore4(r)
+	}
 	return nil
+}
+
+// kindBefore4 is what made a record before it said so (schema 4): a track
+// was a bisect whose outcome was "tracked", a merge had Merged, a build no
+// boots and a run id starting "build-".
+func kindBefore4(r *Run) string {
+	switch {
+	case r.Bisect != nil && r.Bisect.Outcome == Tracked:
+		return KindTrack
+	case r.Bisect != nil:
+		return KindBisect
+	case r.Merged != nil:
+		return KindMerge
+	case len(r.Boots) == 0 && strings.HasPrefix(r.RunID, "build-"):
+		return KindBuild
+	}
+	return KindRun
 }
 
 // upgradeFailures: before schemas, a failed boot had only its message.

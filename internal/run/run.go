@@ -178,7 +178,11 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 		return nil, "", err
 	}
 	r.dir = folder.Dir
-	r.run = &results.Run{
+	kind := results.KindRun
+	if opt.BuildOnly {
+		kind = results.KindBuild
+	}
+	r.run = &results.Run{Kind: kind,
 		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Host: hostInfo(host),
 		Claims: testbed.RecordClaims(lab.Claims),

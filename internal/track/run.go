@@ -96,7 +96,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	t.dir = folder.Dir
 	parallel := bootsAtOnce(plans, icount)
-	t.run = &results.Run{Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
+	t.run = &results.Run{Kind: results.KindTrack, Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
 		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Claims: testbed.RecordClaims(lab.Claims),
 		Host:   results.Host{CPUs: host.CPUs, CPUModel: vm.HostCPUModel(host.VM.CPUInfo)},
 		Bisect: &results.Bisect{Clock: plans[0].Clock, Parallel: parallel, Outcome: Tracked}}
@@ -474,7 +474,7 @@ func (t *tracker) Boot(ctx context.Context, c Commit, j int) error {
 // kernel and place along the branch.
 func (t *tracker) record(ctx context.Context, store *history.Store, seq map[string]int) (int, error) {
 	t.mu.Lock()
-	h, err := history.FromRun(t.run, history.KindTrack)
+	h, err := history.FromRun(t.run)
 	if err == nil {
 		err = t.place(h, seq)
 	}
