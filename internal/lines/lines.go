@@ -348,8 +348,8 @@ type Movement int
 
 const (
 	NoChange    Movement = iota // no change point
-	Regression                 // at least one figure went down
-	Improvement                // change points, every one a figure going up
+	Regression                  // at least one figure went down
+	Improvement                 // change points, every one a figure going up
 )
 
 // Movement is what the change points amount to.
