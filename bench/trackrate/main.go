@@ -32,7 +32,6 @@ import (
 	"lab/internal/arch"
 	"lab/internal/initramfs"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testbed"
@@ -41,7 +40,7 @@ import (
 
 func main() {
 	commits := flag.Int("commits", 12, "commits to measure after the warm-up")
-	cache := flag.String("cache", run.DefaultCache(), "lab's cache")
+	cache := flag.String("cache", testbed.DefaultCache(), "lab's cache")
 	prebuild := flag.Bool("prebuild", false, "build the commits in lab's Debian tree first: the rate of the boots alone")
 	flag.Parse()
 	if err := bench(context.Background(), *commits, *cache, *prebuild); err != nil {

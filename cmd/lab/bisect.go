@@ -13,9 +13,9 @@ import (
 	"lab/internal/initramfs"
 	"lab/internal/publish"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 )
 
 const bisectHelp = `lab bisect LAB.yaml [flags]: which patch of the lab's series moved a figure
@@ -47,7 +47,7 @@ Flags:
 // a bisect uses, and the figure, the range and the mode of the bisect.
 type bisectFlags struct {
 	lab                     spec.Flags
-	run                     run.Flags
+	build                   testbed.Flags
 	bench, good, bad, junit flagval.String
 	scaling, each, probe    flagval.Bool
 	claim, maxBoots         flagval.Int
@@ -56,14 +56,9 @@ type bisectFlags struct {
 
 func (f *bisectFlags) RegisterFlags(fs *flag.FlagSet) {
 	f.lab.RegisterFlags(fs)
-	// Of lab run's flags, those a bisect uses: a flag it would ignore
-	// (--shard, --no-build) is an unknown flag, not a silent no-op.
-	runFlags := flag.NewFlagSet("", flag.ContinueOnError)
-	f.run.RegisterFlags(runFlags)
-	for _, name := range []string{"accel", "cache", "results", "j", "sandbox", "parallel"} {
-		rf := runFlags.Lookup(name)
-		fs.Var(rf.Value, rf.Name, rf.Usage)
-	}
+	// Not lab run's --shard, --only or --no-build: a flag a bisect would
+	// ignore is an unknown flag, not a silent no-op.
+	f.build.RegisterFlags(fs)
 	fs.Var(&f.bench, "benchmark", "the benchmark to follow, at --producers (one count)")
 	fs.Var(&f.scaling, "scaling", "follow the benchmark's rate(P)/rate(1) ratio instead of its rate")
 	fs.Var(&f.claim, "claim", "follow the lab's N-th claim (1-based)")
@@ -95,8 +90,8 @@ func (f *bisectFlags) options(inv invocation) (bisect.Options, error) {
 	if err != nil {
 		return bisect.Options{}, err
 	}
-	ro := run.Options{Lab: lab}
-	if err := f.run.Apply(&ro, root); err != nil {
+	ro, err := f.build.Apply(root, []string{lab.Root, lab.SeriesPath()})
+	if err != nil {
 		return bisect.Options{}, usageError{err.Error()}
 	}
 	opt := bisect.Options{Lab: lab, CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel,

@@ -20,7 +20,6 @@ import (
 	"lab/internal/lines"
 	"lab/internal/publish"
 	"lab/internal/results"
-	"lab/internal/runfolder"
 )
 
 // HistoryFile is the history's name in a results folder.
@@ -401,21 +400,9 @@ func (f *historyCmdFlags) importRuns(ctx context.Context, args []string, out io.
 	if err != nil {
 		return err
 	}
-	type run struct {
-		dir string
-		rec *history.Run
-	}
-	var runs []run
-	for _, d := range dirs {
-		_, r, err := runfolder.Load(d)
-		if err != nil {
-			return fmt.Errorf("history import: %w", err)
-		}
-		h, err := history.FromRun(r)
-		if err != nil {
-			return fmt.Errorf("history import %s: %w", d, err)
-		}
-		runs = append(runs, run{d, h})
+	runs, err := history.ReadSaved(dirs)
+	if err != nil {
+		return err
 	}
 	where := f.location()
 	if err := checkHistoryFolder(where); err != nil {
@@ -431,14 +418,13 @@ func (f *historyCmdFlags) importRuns(ctx context.Context, args []string, out io.
 		return err
 	}
 	defer s.Close()
+	if err := s.Import(ctx, runs); err != nil {
+		return err
+	}
 	added := 0
 	for _, r := range runs {
-		n, err := s.Add(ctx, r.rec)
-		if err != nil {
-			return err
-		}
-		added += n
-		fmt.Fprintf(out, "%s: run %s of %s (%s): %s\n", r.dir, r.rec.RunID, r.rec.Lab, r.rec.Kind, addedText(n, len(r.rec.Boots)))
+		added += r.Added
+		fmt.Fprintf(out, "%s: run %s of %s (%s): %s\n", r.Dir, r.Run.RunID, r.Run.Lab, r.Run.Kind, addedText(r.Added, len(r.Run.Boots)))
 	}
 	st, err := s.Stats(ctx)
 	if err != nil {

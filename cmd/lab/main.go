@@ -399,9 +399,9 @@ func loadLab(args []string, command, seriesArg string, s *series.Series, accel s
 		return lab, fmt.Sprintf("%s with --series %s: %s", args[0], seriesArg, seriesWords(s)), err
 	}
 	host := spec.ReadHost()
-	host.KVMArch = kvmArch(accel)
-	lab, err := spec.Default(labName(s), s, host)
-	return lab, fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, seriesArg, shapeWords(host), seriesWords(s)), err
+	host.KVMArch = testbed.KVMArch(accel)
+	lab, err := spec.Default(spec.NameFor(s), s, host)
+	return lab, fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, seriesArg, host.ShapeWords(), seriesWords(s)), err
 }
 
 // showMadeLab prints the lab lab made, before anything runs, as the run

@@ -7,19 +7,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
-	"lab/internal/arch"
 	"lab/internal/flagval"
 	"lab/internal/report"
-	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testbed"
-	"lab/internal/vm"
 )
 
 // newCommand keeps a series as a lab of lab's checkout: labs/NAME.yaml,
@@ -44,7 +40,7 @@ func newCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		defer s.Close()
 		host := spec.ReadHost()
-		host.KVMArch = kvmArch("")
+		host.KVMArch = testbed.KVMArch("")
 		lab, err := spec.Default(name, s, host)
 		if err != nil {
 			return err
@@ -63,7 +59,7 @@ func newCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			"Kept by lab new from %s (sha256 %s) on %s: the patches are in patches/%s/%s.\n"+
 			"mode auto: lab tries the series forward and in reverse on the source, and says which it ran and why.\n"+
 			"The matrix is this host's shape (%s): edit it for another host, and add the series' claims (see labs/uprobe-lazy-buffer.yaml).",
-			name, seriesWords(s), inputName(s), short(s.InputSHA256), time.Now().UTC().Format("2006-01-02"), name, coverWords(s), shapeWords(host))
+			name, seriesWords(s), inputName(s), short(s.InputSHA256), time.Now().UTC().Format("2006-01-02"), name, coverWords(s), host.ShapeWords())
 		if lab.BaseNote != "" {
 			header += "\nbase: " + lab.BaseNote + "."
 		}
@@ -145,45 +141,6 @@ func inputName(s *series.Series) string {
 }
 
 func short(s string) string { return s[:min(12, len(s))] }
-
-// shapeWords says which shape spec.Default made for host.
-func shapeWords(h spec.Host) string {
-	if h.KVMArch == "" {
-		return fmt.Sprintf("no KVM here: x86_64 at 1 vCPU under QEMU's instruction counter, %d boots a variant", spec.DefaultBootsICount)
-	}
-	return fmt.Sprintf("KVM: %s, the contention matrix up to %d vCPUs on the wall clock, %d boots a variant", h.KVMArch, h.CPUs, spec.DefaultBootsWall)
-}
-
-// kvmArch is the arch whose guests KVM runs here (this host's own), ""
-// when none does or accel (--accel) forces TCG.
-func kvmArch(accel string) string {
-	a, err := arch.ForGOARCH(runtime.GOARCH)
-	if err != nil {
-		return ""
-	}
-	acc, err := vm.ChooseAccel(testbed.ReadHost(accel).VM, a)
-	if err != nil || acc.Name != results.KVM {
-		return ""
-	}
-	return a.Name
-}
-
-// labName is the name of the lab made for s (the results' folder): the
-// series' name with anything a name cannot hold made a '-'.
-func labName(s *series.Series) string {
-	var b strings.Builder
-	for _, r := range s.Name {
-		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	if n := strings.TrimLeft(b.String(), ".-"); n != "" {
-		return n
-	}
-	return "series"
-}
 
 // repeatFlags are the flags of a command line (args, after the command's
 // name) that repeat a run from the lab.yaml it saved: all but --series,

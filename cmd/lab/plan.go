@@ -15,6 +15,7 @@ import (
 	"lab/internal/initramfs"
 	"lab/internal/run"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 )
 
 const planHelp = `lab plan LAB.yaml --shards N [--json | --emit github|k8s|slurm [-o PATH]] [lab run flags]:
@@ -247,7 +248,7 @@ func slurmSubmission(req cluster.Request, root, dir, partition string, exclusive
 	}
 	req.Exe = exe
 	if req.Cache == "" {
-		req.Cache = absPath(run.DefaultCache())
+		req.Cache = absPath(testbed.DefaultCache())
 	}
 	return cluster.NewSlurm(req, root, dir, partition, exclusive), nil
 }

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 	"lab/internal/verdict"
 )
@@ -45,7 +45,7 @@ func TestSeriesFromAMailbox(t *testing.T) {
 	} {
 		t.Run(seed.name, func(t *testing.T) {
 			ctx := context.Background()
-			cache := run.DefaultCache()
+			cache := testbed.DefaultCache()
 			mbx := seedMailbox(t, ctx, cache, seed.name, seed.subject)
 			results := t.TempDir()
 			var stdout, stderr strings.Builder

@@ -12,6 +12,7 @@ import (
 	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/variant"
 )
 
@@ -78,7 +79,7 @@ func severalNames(list []*series.Series) []string {
 	var versions, names, places []string
 	for i, s := range list {
 		versions = append(versions, fmt.Sprintf("v%d", max(s.Version, 1)))
-		names = append(names, strings.TrimSuffix(labName(s), "."))
+		names = append(names, strings.TrimSuffix(spec.NameFor(s), "."))
 		places = append(places, fmt.Sprintf("series%d", i+1))
 	}
 	for _, c := range [][]string{versions, names} {
@@ -118,9 +119,9 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 		header = fmt.Sprintf("%s with %s", inv.args[0], given)
 	} else {
 		host := spec.ReadHost()
-		host.KVMArch = kvmArch(runFlags.Accel.V)
-		lab, err = spec.Default(labName(first), first, host)
-		header = fmt.Sprintf("made by lab run %s, for this host (%s)", given, shapeWords(host))
+		host.KVMArch = testbed.KVMArch(runFlags.Accel.V)
+		lab, err = spec.Default(spec.NameFor(first), first, host)
+		header = fmt.Sprintf("made by lab run %s, for this host (%s)", given, host.ShapeWords())
 	}
 	if err != nil {
 		return opt, nil, err

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"lab/internal/report"
-	"lab/internal/run"
 	"lab/internal/runfolder"
 	"lab/internal/series"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 	"lab/internal/variant"
 )
@@ -23,7 +23,7 @@ import (
 func TestSeveralSeriesInOneRun(t *testing.T) {
 	testenv.E2E(t, "lab run --series v1 --series v2 builds and boots three real kernels")
 	ctx := context.Background()
-	cache := run.DefaultCache()
+	cache := testbed.DefaultCache()
 	seed, err := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))
 	if err != nil || len(seed) != 2 {
 		t.Fatalf("the lazy-buffer series: %v %v", seed, err)

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 )
 
@@ -184,7 +184,7 @@ func TestSignalDuringBoot(t *testing.T) {
 func uniqueLab(t *testing.T, tag string) string {
 	t.Helper()
 	root := testenv.Checkout(t, "../..")
-	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, run.DefaultCache(), t.Logf)
+	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, testbed.DefaultCache(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSignalDuringBuild(t *testing.T) {
 	if code != 143 || took > 20*time.Second {
 		t.Errorf("exit %d after %v, want 143 at once:\n%s", code, took, s.output())
 	}
-	if l := settle("make", "O="+run.DefaultCache()); len(l) > 0 {
+	if l := settle("make", "O="+testbed.DefaultCache()); len(l) > 0 {
 		t.Errorf("make left running after lab stopped: %v", l)
 	}
 	again := startLab(t, "run", lab, "--results", res)

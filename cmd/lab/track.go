@@ -16,11 +16,10 @@ import (
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/initramfs"
-	"lab/internal/lines"
 	"lab/internal/publish"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/runfolder"
+	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/testbed"
 	"lab/internal/track"
@@ -55,7 +54,8 @@ Flags:
 // track uses, the range and what to do with change points.
 type trackFlags struct {
 	lab           spec.Flags
-	run           run.Flags
+	build         testbed.Flags
+	shard         flagval.String
 	from, to      flagval.String
 	every         flagval.Int
 	bisect, print flagval.Bool
@@ -69,13 +69,8 @@ var trackOnly = []string{"from", "to", "every", "bisect", "print", "shard", "min
 
 func (f *trackFlags) RegisterFlags(fs *flag.FlagSet) {
 	f.lab.RegisterFlags(fs)
-	runFlags := flag.NewFlagSet("", flag.ContinueOnError)
-	f.run.RegisterFlags(runFlags)
-	for _, name := range []string{"accel", "cache", "results", "j", "sandbox", "parallel"} {
-		rf := runFlags.Lookup(name)
-		fs.Var(rf.Value, rf.Name, rf.Usage)
-	}
-	fs.Var(&f.run.Shard, "shard", "K/N: measure only the K-th of N contiguous blocks of the commits (0 <= K < N)")
+	f.build.RegisterFlags(fs)
+	fs.Var(&f.shard, "shard", "K/N: measure only the K-th of N contiguous blocks of the commits (0 <= K < N)")
 	fs.Var(&f.from, "from", "measure the first-parent commits after this ref of the lab's git source ...")
 	fs.Var(&f.to, "to", "... up to and including this ref")
 	fs.Var(&f.every, "every", "measure every K-th commit by its place along the branch (and --to); default every commit")
@@ -108,7 +103,7 @@ func (f *trackFlags) track(ctx context.Context, fs *flag.FlagSet, inv invocation
 		return usagef("--print goes with --bisect")
 	case f.minPct.IsSet() && !f.bisect.V:
 		return usagef("--min-pct goes with --bisect")
-	case f.bisect.V && f.run.Shard.IsSet():
+	case f.bisect.V && f.shard.IsSet():
 		return usagef("--bisect with --shard: a shard sees part of the branch; bisect after the shards, with lab track --bisect on the whole range")
 	case f.bisect.V && f.history.off.V:
 		return usagef("--bisect reads the change points from the history: not with --no-history")
@@ -124,9 +119,15 @@ func (f *trackFlags) track(ctx context.Context, fs *flag.FlagSet, inv invocation
 	if err != nil {
 		return err
 	}
-	ro := run.Options{Lab: lab}
-	if err := f.run.Apply(&ro, root); err != nil {
+	ro, err := f.build.Apply(root, []string{lab.Root, lab.SeriesPath()})
+	if err != nil {
 		return usageError{err.Error()}
+	}
+	var sh shard.Shard
+	if f.shard.IsSet() {
+		if sh, err = shard.Parse(f.shard.V); err != nil {
+			return usageError{"--shard: " + err.Error()}
+		}
 	}
 	where, err := f.history.target(ro.ResultsDir)
 	if err != nil {
@@ -139,7 +140,7 @@ func (f *trackFlags) track(ctx context.Context, fs *flag.FlagSet, inv invocation
 			return err
 		}
 	}
-	opt := track.Options{Lab: lab, From: f.from.V, To: f.to.V, Every: f.every.V, Shard: ro.Shard, History: where,
+	opt := track.Options{Lab: lab, From: f.from.V, To: f.to.V, Every: f.every.V, Shard: sh, History: where,
 		CacheDir: ro.CacheDir, ResultsDir: ro.ResultsDir, ModuleRoot: root, Accel: ro.Accel, Jobs: ro.Jobs,
 		Parallel: ro.Parallel, Sandbox: ro.Sandbox, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
 	start := time.Now()
@@ -203,7 +204,7 @@ func printTrack(out io.Writer, res *track.Result, took time.Duration) {
 type trackBisect struct {
 	lab     *spec.Lab
 	labFile string
-	ro      run.Options
+	ro      testbed.Settings
 	root    string
 	where   string
 	inv     invocation
@@ -216,21 +217,10 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		return err
 	}
 	defer store.Close()
-	h, err := lines.Load(ctx, store, lines.Options{Lab: b.lab.Name, MinPct: minPct})
+	h, sus, err := track.Suspected(ctx, store, b.lab.Name, res, minPct)
 	if err != nil {
 		return err
 	}
-	host := res.Run.Host
-	hostPrefix := strings.TrimSuffix(history.Host{CPUModel: host.CPUModel, CPUs: host.CPUs}.Class(), "unknown")
-	keep := func(k history.LineKey) bool {
-		if k.Variant != "" || !strings.HasPrefix(k.HostClass, hostPrefix) {
-			return false
-		}
-		return slices.ContainsFunc(res.Plans, func(p testbed.ShapePlan) bool {
-			return p.Arch.Name == k.Arch && p.Shape.CPUs == k.CPUs && p.Clock == k.Clock && p.Accel.Name == k.Accel
-		})
-	}
-	sus := track.Suspects(h, keep)
 	if len(sus) == 0 {
 		fmt.Fprintf(b.inv.out, "no change point in %s's lines of this shape\n", b.lab.Name)
 		return nil

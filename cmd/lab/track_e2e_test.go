@@ -20,9 +20,9 @@ import (
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/lines"
-	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 	"lab/internal/track"
 )
@@ -88,7 +88,7 @@ var streamBranch = []testenv.Edit{
 func TestTrackAStream(t *testing.T) {
 	testenv.E2E(t, "lab track builds and boots a branch of real kernels")
 	ctx := context.Background()
-	cache := run.DefaultCache()
+	cache := testbed.DefaultCache()
 	root := testenv.Checkout(t, "../..")
 	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"lab/internal/cluster"
 	"lab/internal/run"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 )
 
@@ -80,7 +81,7 @@ func TestNodeImage(t *testing.T) {
 		t.Errorf("an image podman does not have: %q", msg)
 	}
 
-	cache := run.DefaultCache()
+	cache := testbed.DefaultCache()
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}

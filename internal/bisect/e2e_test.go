@@ -15,7 +15,6 @@ import (
 
 	"lab/internal/arch"
 	"lab/internal/results"
-	"lab/internal/run"
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
@@ -46,7 +45,7 @@ var testSeries = []testenv.Edit{
 func TestBisectFindsThePatch(t *testing.T) {
 	testenv.E2E(t, "builds and boots a series of real kernels")
 	ctx := context.Background()
-	cache := run.DefaultCache()
+	cache := testbed.DefaultCache()
 	root := testenv.Checkout(t, "../..")
 	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)
 	if err != nil {
@@ -128,7 +127,7 @@ matrix:
 func TestGitBisectRun(t *testing.T) {
 	testenv.E2E(t, "builds and boots real kernels under git bisect run")
 	ctx := context.Background()
-	cache := run.DefaultCache()
+	cache := testbed.DefaultCache()
 	root := testenv.Checkout(t, "../..")
 	edits := []testenv.Edit{testSeries[0], testSeries[4], testSeries[1]}
 	tree, err := source.Prepare(ctx, source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, cache, t.Logf)

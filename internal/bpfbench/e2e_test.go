@@ -16,6 +16,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/run"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/testenv"
 	"lab/internal/variant"
 )
@@ -41,7 +42,7 @@ func TestBPFBenchBesideTheAgent(t *testing.T) {
 	// of a debug-info kernel for the same check.
 	var buf bytes.Buffer
 	res, dir, err := run.Run(context.Background(), run.Options{
-		Lab: lab, CacheDir: run.DefaultCache(), ResultsDir: t.TempDir(), ModuleRoot: "../..",
+		Lab: lab, CacheDir: testbed.DefaultCache(), ResultsDir: t.TempDir(), ModuleRoot: "../..",
 		Command: []string{"go", "test"}, Out: &buf, Only: variant.Patched,
 	})
 	out := buf.String()

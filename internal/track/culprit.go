@@ -12,6 +12,7 @@ import (
 	"lab/internal/history"
 	"lab/internal/lines"
 	"lab/internal/results"
+	"lab/internal/testbed"
 )
 
 // Suspect is one change point of the tracked branch to bisect: the last
@@ -29,6 +30,28 @@ type Suspect struct {
 // Adjacent reports whether Bad is the commit right after Good: the change
 // point is its own culprit, nothing to bisect.
 func (s Suspect) Adjacent() bool { return s.Bad.Seq == s.Good.Seq+1 }
+
+// Suspected reads the lab's lines from the history and gives the change
+// points a track of this host and these shapes can bisect: lines of the
+// track's shapes, clocks and accelerators on hosts of its class (a
+// history may hold other hosts' and shapes' lines), not a run's variants.
+func Suspected(ctx context.Context, store *history.Store, lab string, res *Result, minPct float64) (*lines.History, []Suspect, error) {
+	h, err := lines.Load(ctx, store, lines.Options{Lab: lab, MinPct: minPct})
+	if err != nil {
+		return nil, nil, err
+	}
+	host := res.Run.Host
+	hostPrefix := strings.TrimSuffix(history.Host{CPUModel: host.CPUModel, CPUs: host.CPUs}.Class(), "unknown")
+	keep := func(k history.LineKey) bool {
+		if k.Variant != "" || !strings.HasPrefix(k.HostClass, hostPrefix) {
+			return false
+		}
+		return slices.ContainsFunc(res.Plans, func(p testbed.ShapePlan) bool {
+			return p.Arch.Name == k.Arch && p.Shape.CPUs == k.CPUs && p.Clock == k.Clock && p.Accel.Name == k.Accel
+		})
+	}
+	return h, Suspects(h, keep), nil
+}
 
 // Suspects are the change points of the history's series that keep
 // accepts, grouped by the commits either side, oldest first. A change
