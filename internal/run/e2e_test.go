@@ -39,23 +39,11 @@ import (
 
 func e2e(t *testing.T) { testenv.E2E(t, "builds and boots real kernels") }
 
-// TestRunBothVariants: see runtest.BothVariants; arm64 runs in package
-// arm64e2e, beside this one.
-func TestRunBothVariants(t *testing.T) {
+// TestArch runs lab run's checks of one arch on x86_64 (see runtest.Arch);
+// package arm64e2e runs them on arm64, beside this one.
+func TestArch(t *testing.T) {
 	e2e(t)
-	runtest.BothVariants(t, "x86_64")
-}
-
-// TestNUMAShapes: see runtest.NUMA.
-func TestNUMAShapes(t *testing.T) {
-	e2e(t)
-	runtest.NUMA(t, "x86_64")
-}
-
-// TestBenchSuite: see runtest.BenchSuite.
-func TestBenchSuite(t *testing.T) {
-	e2e(t)
-	runtest.BenchSuite(t, "x86_64")
+	runtest.Arch(t, "x86_64")
 }
 
 // builtKernel returns a cached x86_64 kernel and initramfs from an earlier

@@ -18,22 +18,10 @@ import (
 
 func e2e(t *testing.T) { testenv.E2E(t, "builds and boots real arm64 kernels") }
 
-// TestRunBothVariants: see runtest.BothVariants.
-func TestRunBothVariants(t *testing.T) {
+// TestArch runs lab run's checks of one arch on arm64 (see runtest.Arch).
+func TestArch(t *testing.T) {
 	e2e(t)
-	runtest.BothVariants(t, "arm64")
-}
-
-// TestNUMAShapes: see runtest.NUMA.
-func TestNUMAShapes(t *testing.T) {
-	e2e(t)
-	runtest.NUMA(t, "arm64")
-}
-
-// TestBenchSuite: see runtest.BenchSuite.
-func TestBenchSuite(t *testing.T) {
-	e2e(t)
-	runtest.BenchSuite(t, "arm64")
+	runtest.Arch(t, "arm64")
 }
 
 // A config option that does not survive olddefconfig is an error naming it,

@@ -77,11 +77,16 @@ func SmallLab(t testing.TB, archName string) *spec.Lab {
 // Run runs lab as lab run does, and gives its record, folder and output.
 func Run(t testing.TB, lab *spec.Lab) (*results.Run, string, string) {
 	t.Helper()
+	return With(t, run.Options{Lab: lab})
+}
+
+// With runs lab with opt, filling in the test's cache, results folder,
+// module root and command line, and fails the test when the run fails.
+func With(t testing.TB, opt run.Options) (*results.Run, string, string) {
+	t.Helper()
 	var out bytes.Buffer
-	res, dir, err := run.Run(context.Background(), run.Options{
-		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
-		Command: []string{"go", "test"}, Out: &out,
-	})
+	opt.CacheDir, opt.ResultsDir, opt.ModuleRoot, opt.Command, opt.Out = CacheDir(t), t.TempDir(), Root(t), []string{"go", "test"}, &out
+	res, dir, err := run.Run(context.Background(), opt)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -175,15 +180,17 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 // lab build does, with no boot.
 func Build(t testing.TB, lab *spec.Lab) (*results.Run, string) {
 	t.Helper()
-	var out bytes.Buffer
-	res, _, err := run.Run(context.Background(), run.Options{
-		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
-		Command: []string{"go", "test"}, Out: &out, BuildOnly: true,
-	})
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out.String())
-	}
-	return res, out.String()
+	res, _, out := With(t, run.Options{Lab: lab, BuildOnly: true})
+	return res, out
+}
+
+// Arch runs the checks of lab run on one arch: both variants built,
+// booted and found again in the cache, a NUMA guest, and every benchmark
+// of the bench suite the arch supports.
+func Arch(t *testing.T, a string) {
+	t.Run("both variants", func(t *testing.T) { BothVariants(t, a) })
+	t.Run("NUMA", func(t *testing.T) { NUMA(t, a) })
+	t.Run("bench suite", func(t *testing.T) { BenchSuite(t, a) })
 }
 
 // BothVariants runs SmallLab on arch (both variants built, booted,
@@ -230,14 +237,7 @@ func NUMA(t *testing.T, a string) {
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	res, dir, err := run.Run(context.Background(), run.Options{
-		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
-		Command: []string{"go", "test"}, Out: &out, Only: variant.Patched,
-	})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+	res, dir, out := With(t, run.Options{Lab: lab, Only: variant.Patched})
 	b := res.Boots[0]
 	t.Logf("QEMU's view: vCPUs %+v, memdevs %+v", b.Outcome.VCPUs, b.Outcome.Memdevs)
 	t.Logf("guest's view: %s", topology.GuestText(b.Hello))
@@ -263,8 +263,8 @@ func NUMA(t *testing.T, a string) {
 	if len(sockets) != tc.wantSocketsQMP || len(b.Outcome.Memdevs) != tc.numa {
 		t.Errorf("QMP: %d sockets, memdevs %+v", len(sockets), b.Outcome.Memdevs)
 	}
-	if !strings.Contains(out.String(), fmt.Sprintf("%d NUMA nodes", tc.numa)) {
-		t.Errorf("the table does not show the nodes:\n%s", out.String())
+	if !strings.Contains(out, fmt.Sprintf("%d NUMA nodes", tc.numa)) {
+		t.Errorf("the table does not show the nodes:\n%s", out)
 	}
 	t.Logf("boot to agent: %v", b.Outcome.ToAgent)
 	// x86_64 under TCG gets lpj=, so no secondary CPU runs the slow
@@ -314,16 +314,8 @@ func BenchSuite(t *testing.T, a string) {
 	}
 	// One variant: the agent runs the same code on both, and a boot
 	// of each would double the test (45 s an arch).
-	var buf bytes.Buffer
-	res, dir, err := run.Run(context.Background(), run.Options{
-		Lab: lab, CacheDir: CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: Root(t),
-		Command: []string{"go", "test"}, Out: &buf, Only: variant.Patched,
-	})
-	out := buf.String()
+	res, dir, out := With(t, run.Options{Lab: lab, Only: variant.Patched})
 	t.Log(out)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
 	if len(res.Boots) != 1 {
 		t.Fatalf("%d boots", len(res.Boots))
 	}
