@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lab/internal/flagval"
+	"lab/internal/gitcmd"
 	"lab/internal/report"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -59,7 +60,7 @@ func newCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			"Kept by lab new from %s (sha256 %s) on %s: the patches are in patches/%s/%s.\n"+
 			"mode auto: lab tries the series forward and in reverse on the source, and says which it ran and why.\n"+
 			"The matrix is this host's shape (%s): edit it for another host, and add the series' claims (see labs/uprobe-lazy-buffer.yaml).",
-			name, seriesWords(s), inputName(s), short(s.InputSHA256), time.Now().UTC().Format("2006-01-02"), name, coverWords(s), host.ShapeWords())
+			name, seriesWords(s), inputName(s), gitcmd.Short(s.InputSHA256), time.Now().UTC().Format("2006-01-02"), name, coverWords(s), host.ShapeWords())
 		if lab.BaseNote != "" {
 			header += "\nbase: " + lab.BaseNote + "."
 		}
@@ -139,8 +140,6 @@ func inputName(s *series.Series) string {
 	}
 	return s.Input
 }
-
-func short(s string) string { return s[:min(12, len(s))] }
 
 // repeatFlags are the flags of a command line (args, after the command's
 // name) that repeat a run from the lab.yaml it saved: all but --series,

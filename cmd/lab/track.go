@@ -13,8 +13,8 @@ import (
 
 	"lab/internal/bisect"
 	"lab/internal/flagval"
+	"lab/internal/gitcmd"
 	"lab/internal/history"
-	"lab/internal/historyreport"
 	"lab/internal/initramfs"
 	"lab/internal/publish"
 	"lab/internal/results"
@@ -180,11 +180,11 @@ func printTrack(out io.Writer, res *track.Result, took time.Duration) {
 		what := o.State
 		switch {
 		case o.SameAs != "":
-			what += " (the image of " + historyreport.Short(o.SameAs) + ")"
+			what += " (the image of " + gitcmd.Short(o.SameAs) + ")"
 		case o.Why != "":
 			what += ": " + o.Why
 		}
-		fmt.Fprintf(out, "  %6d  %s  %-40.40s  %s\n", o.Seq, historyreport.Short(o.Hash), o.Subject, what)
+		fmt.Fprintf(out, "  %6d  %s  %-40.40s  %s\n", o.Seq, gitcmd.Short(o.Hash), o.Subject, what)
 	}
 	var parts []string
 	for _, s := range []string{track.Measured, track.NoCode, track.InHistory, track.NoBuild, track.BootFailed, track.NotReached, track.OtherShard} {
@@ -228,7 +228,7 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 	if print {
 		for _, s := range sus {
 			if s.Adjacent() {
-				fmt.Fprintf(b.inv.out, "# %s %+.3f %%: %s follows %s: it is the culprit\n", s.Figure, s.Pct, historyreport.Short(s.Bad.Hash), historyreport.Short(s.Good.Hash))
+				fmt.Fprintf(b.inv.out, "# %s %+.3f %%: %s follows %s: it is the culprit\n", s.Figure, s.Pct, gitcmd.Short(s.Bad.Hash), gitcmd.Short(s.Good.Hash))
 				continue
 			}
 			fmt.Fprintln(b.inv.out, track.Command(b.labFile, s, append(b.shapeFlags(s), b.extra...)))
@@ -247,7 +247,7 @@ func (b trackBisect) culprits(ctx context.Context, res *track.Result, minPct flo
 		fmt.Fprintf(b.inv.out, format+"\n", args...)
 	})
 	for _, c := range culprits {
-		fmt.Fprintf(b.inv.out, "culprit %s (%s) of %s..%s in %s\n", historyreport.Short(c.Culprit), c.Outcome, historyreport.Short(c.Good), historyreport.Short(c.Bad), c.Line)
+		fmt.Fprintf(b.inv.out, "culprit %s (%s) of %s..%s in %s\n", gitcmd.Short(c.Culprit), c.Outcome, gitcmd.Short(c.Good), gitcmd.Short(c.Bad), c.Line)
 	}
 	return err
 }

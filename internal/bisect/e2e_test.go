@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"lab/internal/arch"
+	"lab/internal/gitcmd"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -112,7 +113,7 @@ matrix:
 		t.Fatal(err)
 	}
 	if doc.Info.ImageSHA256 != bi.Steps[0].Kernel.Info.ImageSHA256 {
-		t.Errorf("a documentation-only patch changed the image: %s vs %s (builds are not reproducible)", short(doc.Info.ImageSHA256), short(bi.Steps[0].Kernel.Info.ImageSHA256))
+		t.Errorf("a documentation-only patch changed the image: %s vs %s (builds are not reproducible)", gitcmd.Short(doc.Info.ImageSHA256), gitcmd.Short(bi.Steps[0].Kernel.Info.ImageSHA256))
 	}
 	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
 		t.Error(err)
@@ -193,7 +194,7 @@ matrix:
 	a, _ := arch.Lookup("x86_64")
 	k := &testbed.Kernels{Tree: tree, CacheDir: cache, Fragments: lab.Fragments("x86_64"), Logf: t.Logf}
 	for _, c := range chain {
-		if _, err := k.Get(ctx, a, c, short(c)); err != nil {
+		if _, err := k.Get(ctx, a, c, gitcmd.Short(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +223,7 @@ matrix:
 	}
 	culprit := chain[1]
 	if !strings.Contains(string(out), culprit+" is the first bad commit") {
-		t.Errorf("git bisect run did not name %s (%s)", short(culprit), edits[1].Subject)
+		t.Errorf("git bisect run did not name %s (%s)", gitcmd.Short(culprit), edits[1].Subject)
 	}
 	// One lab bisect --run per commit git tried, the ends booted by the
 	// first alone.

@@ -83,9 +83,15 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 // steps around; anything else (QEMU, the host) stays an error.
 func BootSkip(err error) error {
 	if err != nil && results.KernelFault(results.FailureKind(err)) {
-		return &SkipError{Why: "does not boot (" + results.FailureKind(err) + ")", Err: errors.New(firstLine(err.Error()))}
+		return Skip("does not boot ("+results.FailureKind(err)+")", err)
 	}
 	return err
+}
+
+// Skip is a step skipped for why, with the first line of err: a build's
+// or a boot's error runs on, and a report's row holds one line.
+func Skip(why string, err error) *SkipError {
+	return &SkipError{Why: why, Err: errors.New(firstLine(err.Error()))}
 }
 
 // obs reads the followed figure and the controls' rates from a boot.

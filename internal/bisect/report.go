@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"lab/internal/exitcode"
+	"lab/internal/gitcmd"
 	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -277,8 +278,8 @@ func stepRows(r *results.Run) []stepRow {
 			row.Verdict = fmt.Sprintf("%s (the image of step %d)", st.Verdict, st.SameAs)
 		}
 		if st.Kernel != nil {
-			row.Kernel = short(st.Kernel.Info.Key)
-			row.Image = short(st.Kernel.Info.ImageSHA256)
+			row.Kernel = gitcmd.Short(st.Kernel.Info.Key)
+			row.Image = gitcmd.Short(st.Kernel.Info.ImageSHA256)
 			switch {
 			case st.Kernel.Cached:
 				row.Build = "cached"
@@ -340,7 +341,7 @@ func provenance(r *results.Run) []string {
 		"reproduce: `" + report.Reproducer(r) + "`",
 		fmt.Sprintf("run %s, lab version %s, complete: %v, %s", r.RunID, r.LabVersion, r.Complete, r.Elapsed.Round(1e9)),
 		fmt.Sprintf("bisected: %s", bi.Range),
-		fmt.Sprintf("kernel source: Linux %s, %s (base commit %s)", r.Source.Version, r.Source.Desc, short(r.Source.Commit)),
+		fmt.Sprintf("kernel source: Linux %s, %s (base commit %s)", r.Source.Version, r.Source.Desc, gitcmd.Short(r.Source.Commit)),
 		fmt.Sprintf("host: %s, %d CPUs", r.Host.CPUModel, r.Host.CPUs),
 	}
 	if bi.Parallel > 1 {

@@ -251,13 +251,6 @@ func Record(bi *results.Bisect, res *Result, steps []results.BisectStep, each bo
 	bi.Steps = steps
 }
 
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
-}
-
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l

@@ -97,9 +97,9 @@ func (b *bisector) rangeSteps(ctx context.Context) error {
 	// The chain is bad's first-parent line back to good: places count
 	// down from bad's.
 	first := top - len(chain) + 1
-	b.steps = []results.BisectStep{{Index: 0, Name: short(good), Subject: subjectOf(ctx, b.tree, good), Commit: good, SameAs: -1, Seq: first - 1}}
+	b.steps = []results.BisectStep{{Index: 0, Name: gitcmd.Short(good), Subject: subjectOf(ctx, b.tree, good), Commit: good, SameAs: -1, Seq: first - 1}}
 	for k, c := range chain {
-		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1, Seq: first + k})
+		b.steps = append(b.steps, results.BisectStep{Index: k + 1, Name: gitcmd.Short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1, Seq: first + k})
 	}
 	return nil
 }
@@ -121,12 +121,12 @@ func (b *bisector) probeSteps(ctx context.Context) error {
 		}
 	}
 	if head == good || head == bad {
-		return fmt.Errorf("--run: HEAD of %s is the %s end itself (%s)", b.lab.Source.Git, map[bool]string{true: "good", false: "bad"}[head == good], short(head))
+		return fmt.Errorf("--run: HEAD of %s is the %s end itself (%s)", b.lab.Source.Git, map[bool]string{true: "good", false: "bad"}[head == good], gitcmd.Short(head))
 	}
-	b.run.Bisect.Range = fmt.Sprintf("git bisect run: HEAD %s between %s and %s", short(head), b.opt.Good, b.opt.Bad)
+	b.run.Bisect.Range = fmt.Sprintf("git bisect run: HEAD %s between %s and %s", gitcmd.Short(head), b.opt.Good, b.opt.Bad)
 	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
 	for k, c := range []string{good, head, bad} {
-		b.steps = append(b.steps, results.BisectStep{Index: k, Name: short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
+		b.steps = append(b.steps, results.BisectStep{Index: k, Name: gitcmd.Short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"lab/internal/arch"
 	"lab/internal/digest"
+	"lab/internal/gitcmd"
 	"lab/internal/proc"
 )
 
@@ -188,7 +189,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs, srcDir, btf
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("build the selftests' bench for %s at %s: %w\n%s", a.Name, short(in.Commit), err, tail.String())
+		return nil, fmt.Errorf("build the selftests' bench for %s at %s: %w\n%s", a.Name, gitcmd.Short(in.Commit), err, tail.String())
 	}
 	dir := b.dir(key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -269,13 +270,6 @@ func (t *tailWriter) String() string {
 		errs = errs[:10]
 	}
 	return "  " + strings.Join(append(errs, lines...), "\n  ")
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 func copyFile(src, dst string) error {

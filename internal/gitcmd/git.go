@@ -51,3 +51,6 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+// Short is a commit's first 12 digits, as the kernel's mails write it.
+func Short(commit string) string { return commit[:min(12, len(commit))] }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/lines"
 )
@@ -91,18 +92,10 @@ func meanText(metric string, l lines.Level) string {
 	return value(metric, l.Mean) + " ± " + value(metric, l.SD)
 }
 
-// Short is a commit's first 12 digits, as the kernel's mails write it.
-func Short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
-
 // Label names a level: its commit, or its run when the commit is unknown.
 func levelLabel(l lines.Level) string {
 	if l.Commit != "" {
-		return Short(l.Commit)
+		return gitcmd.Short(l.Commit)
 	}
 	return "run " + l.RunID
 }
@@ -219,9 +212,9 @@ func culpritText(c lines.Change) string {
 	case cu.Culprit == "":
 		return cu.Outcome + ", no single commit (" + cu.BisectRun + ")"
 	case cu.BisectRun == "":
-		return Short(cu.Culprit) + " (" + cu.Outcome + ")"
+		return gitcmd.Short(cu.Culprit) + " (" + cu.Outcome + ")"
 	}
-	return Short(cu.Culprit) + " (" + cu.BisectRun + ")"
+	return gitcmd.Short(cu.Culprit) + " (" + cu.BisectRun + ")"
 }
 
 // ChangeTables are lab history detect's answer: a table a group that has
@@ -259,7 +252,7 @@ func (h *History) LevelTables() []Table {
 				if i == 0 {
 					name = RowName(s.Key) + controlNote(s) + " (" + unit(s.Key.Metric) + ")"
 				}
-				commit := Short(l.Commit)
+				commit := gitcmd.Short(l.Commit)
 				if commit == "" {
 					commit = "—"
 				}

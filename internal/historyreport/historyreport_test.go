@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/lines"
 )
@@ -155,7 +156,7 @@ func TestDetectPlantedStep(t *testing.T) {
 			c := s.Changes[0]
 			f := lines.Found{Line: s, Change: c}
 			if f.After().Commit != commit(tc.st.at) || f.Before().Commit != commit(tc.st.at-1) {
-				t.Errorf("change at %s after %s, want %s after %s", Short(f.After().Commit), Short(f.Before().Commit), Short(commit(tc.st.at)), Short(commit(tc.st.at-1)))
+				t.Errorf("change at %s after %s, want %s after %s", gitcmd.Short(f.After().Commit), gitcmd.Short(f.Before().Commit), gitcmd.Short(commit(tc.st.at)), gitcmd.Short(commit(tc.st.at-1)))
 			}
 			if c.Slower != (tc.st.stepPct < 0) || math.Abs(c.Pct-tc.st.stepPct) > math.Abs(tc.st.stepPct)/5 {
 				t.Errorf("change %+.3f %% (slower %v), planted %+.3f %%", c.Pct, c.Slower, tc.st.stepPct)
@@ -181,7 +182,7 @@ func TestTables(t *testing.T) {
 		t.Fatalf("changes: %+v", ch)
 	}
 	row := ch[0].Rows[0]
-	if !strings.HasPrefix(row[1], Short(commit(6))) || !strings.HasPrefix(row[2], Short(commit(7))) || row[6] != "slower" {
+	if !strings.HasPrefix(row[1], gitcmd.Short(commit(6))) || !strings.HasPrefix(row[2], gitcmd.Short(commit(7))) || row[6] != "slower" {
 		t.Errorf("change row %q", row)
 	}
 	lv := h.LevelTables()
@@ -189,7 +190,7 @@ func TestTables(t *testing.T) {
 	for i, r := range lv[0].Rows {
 		if r[5] != "" {
 			marked++
-			if r[1] != Short(commit(7)) || !strings.HasPrefix(r[5], "▼ slower -1.0") || lv[0].Marked[i] != "slower" {
+			if r[1] != gitcmd.Short(commit(7)) || !strings.HasPrefix(r[5], "▼ slower -1.0") || lv[0].Marked[i] != "slower" {
 				t.Errorf("marked row %q", r)
 			}
 		}
@@ -198,7 +199,7 @@ func TestTables(t *testing.T) {
 		t.Errorf("%d marked of %d rows", marked, len(lv[0].Rows))
 	}
 	txt, md := Text(lv), Markdown(lv, 3)
-	for _, want := range []string{Short(commit(7)), "▼ slower", "usermode-count p1 (control) (M/s)"} {
+	for _, want := range []string{gitcmd.Short(commit(7)), "▼ slower", "usermode-count p1 (control) (M/s)"} {
 		if !strings.Contains(txt, want) || !strings.Contains(md, want) {
 			t.Errorf("text or Markdown lacks %q", want)
 		}
@@ -219,7 +220,7 @@ func TestMail(t *testing.T) {
 		t.Fatalf("%d mails, want 1", len(mails))
 	}
 	m := mails[0]
-	sha := Short(commit(9))
+	sha := gitcmd.Short(commit(9))
 	if m.Name != "regression-"+sha+".txt" {
 		t.Errorf("name %s", m.Name)
 	}
@@ -248,7 +249,7 @@ func TestMail(t *testing.T) {
 		"uprobe-nop.p1.rate\n",
 		"usermode-count.p1.rate (control)\n",
 		"To reproduce:",
-		"./lab bisect labs/uprobe-srcu.yaml --good " + Short(commit(8)) + " \\\n                --bad " + sha + " --benchmark uprobe-nop --producers 1 \\\n",
+		"./lab bisect labs/uprobe-srcu.yaml --good " + gitcmd.Short(commit(8)) + " \\\n                --bad " + sha + " --benchmark uprobe-nop --producers 1 \\\n",
 		"./lab history detect --lab uprobe-srcu",
 	} {
 		if !strings.Contains(m.Text, want) {
@@ -290,10 +291,10 @@ func TestCulpritOfAChangePoint(t *testing.T) {
 	if len(c) != 1 || c[0].Culprit == nil || c[0].Culprit.BisectRun != "bisect-1" {
 		t.Fatalf("changes %+v: want the culprit of bisect-1", c)
 	}
-	if text := Text(h.ChangeTables()); !strings.Contains(text, Short(commit(9))+" (bisect-1)") {
+	if text := Text(h.ChangeTables()); !strings.Contains(text, gitcmd.Short(commit(9))+" (bisect-1)") {
 		t.Errorf("change table lacks the culprit:\n%s", text)
 	}
-	if m := h.Mails(); len(m) != 1 || !strings.Contains(m[0].Text, "bisected: culprit "+Short(commit(9))+" (lab bisect run bisect-1)") {
+	if m := h.Mails(); len(m) != 1 || !strings.Contains(m[0].Text, "bisected: culprit "+gitcmd.Short(commit(9))+" (lab bisect run bisect-1)") {
 		t.Errorf("mail lacks the bisect:\n%v", m)
 	}
 }
@@ -403,7 +404,7 @@ func TestBisectEndsJoinTheCommitLine(t *testing.T) {
 	}
 	for i, l := range s.Levels {
 		if l.Commit != base[i].Boots[0].Commit {
-			t.Errorf("level %d: commit %s, want step %d's %s", i, Short(l.Commit), i, Short(base[i].Boots[0].Commit))
+			t.Errorf("level %d: commit %s, want step %d's %s", i, gitcmd.Short(l.Commit), i, gitcmd.Short(base[i].Boots[0].Commit))
 		}
 	}
 	_, err := lines.Load(context.Background(), store(t, []*history.Run{r}), lines.Options{Lab: "nope", MinPct: -1})

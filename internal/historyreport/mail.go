@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/lines"
 	"lab/internal/report"
@@ -89,7 +90,7 @@ func cmpBool(a, b bool) int {
 // run.
 func mailTag(l lines.Level) string {
 	if l.Commit != "" {
-		return Short(l.Commit)
+		return gitcmd.Short(l.Commit)
 	}
 	return "run-" + l.RunID
 }
@@ -110,7 +111,7 @@ func (h *History) mail(r *regression) Mail {
 	s, c := lead.Line, lead.Change
 	before, after := lead.Before(), lead.After()
 	k := s.Key
-	subject := fmt.Sprintf("[lab:%s] %s: %s %s regression", k.Lab, Short(mailTag(after)), MetricName(k), subjectPct(c.Pct))
+	subject := fmt.Sprintf("[lab:%s] %s: %s %s regression", k.Lab, gitcmd.Short(mailTag(after)), MetricName(k), subjectPct(c.Pct))
 	var b strings.Builder
 	line := func(format string, args ...any) {
 		b.WriteString(wrap(fmt.Sprintf(format, args...)) + "\n")
@@ -124,7 +125,7 @@ func (h *History) mail(r *regression) Mail {
 	line("commit: %s", orUnknown(after.Commit))
 	line("parent: %s", orUnknown(before.Commit))
 	if cu := c.Culprit; cu != nil && cu.BisectRun != "" {
-		line("bisected: %s %s (lab bisect run %s)", cu.Outcome, orUnknown(Short(cu.Culprit)), cu.BisectRun)
+		line("bisected: %s %s (lab bisect run %s)", cu.Outcome, orUnknown(gitcmd.Short(cu.Culprit)), cu.BisectRun)
 	}
 	line("runs: %s before; %s after", runText(before), runText(after))
 	if after.Commit == before.Commit {
@@ -341,7 +342,7 @@ func reproduce(k history.LineKey, before, after lines.Level) string {
 		b.WriteString(command(append([][]string{{"./lab", "run", labFile}}, shape...)))
 	case strings.HasPrefix(after.SourceID, "git-"):
 		b.WriteString("        # which commit from the parent to this one moved it\n")
-		b.WriteString(command(slices.Concat([][]string{{"./lab", "bisect", labFile}, {"--good", Short(before.Commit)}, {"--bad", Short(after.Commit)}}, follow, shape)))
+		b.WriteString(command(slices.Concat([][]string{{"./lab", "bisect", labFile}, {"--good", gitcmd.Short(before.Commit)}, {"--bad", gitcmd.Short(after.Commit)}}, follow, shape)))
 	default:
 		b.WriteString("        # which patch of the lab's series moved it\n")
 		b.WriteString(command(slices.Concat([][]string{{"./lab", "bisect", labFile}}, follow, shape)))

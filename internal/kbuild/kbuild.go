@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"lab/internal/digest"
+	"lab/internal/gitcmd"
 	"lab/internal/proc"
 
 	"lab/internal/arch"
@@ -203,7 +204,7 @@ func (b *Builder) Build(ctx context.Context, a arch.Arch, in Inputs) (*Info, err
 	}
 	defer unlock()
 	if err := b.configure(ctx, a, in, out); err != nil {
-		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, short(in.Commit), err)
+		return nil, fmt.Errorf("configure %s at %s: %w", a.Name, gitcmd.Short(in.Commit), err)
 	}
 	configured := time.Now()
 	expected, cold := expectedCompiles(out)
@@ -497,7 +498,7 @@ type BuildError struct {
 }
 
 func (e *BuildError) Error() string {
-	return fmt.Sprintf("build %s at %s in %s: %v", e.Arch, short(e.Commit), e.Dir, e.Err)
+	return fmt.Sprintf("build %s at %s in %s: %v", e.Arch, gitcmd.Short(e.Commit), e.Dir, e.Err)
 }
 
 func (e *BuildError) Unwrap() error { return e.Err }
@@ -514,13 +515,6 @@ func (e *BuildError) CompilerError() (file, line string) {
 		return "", ""
 	}
 	return m[1], m[0]
-}
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
 }
 
 // killStray kills the process group recorded in pidFile, if any of it is

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"lab/internal/gitcmd"
 	"lab/internal/results"
 	"lab/internal/stats"
 	"lab/internal/variant"
@@ -131,7 +132,7 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 	}
 	ri.Reproducer = Reproducer(r)
 	for _, p := range r.Series.Patches {
-		line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, short(p.SHA256))
+		line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, gitcmd.Short(p.SHA256))
 		if p.Author != "" {
 			line += ", by " + p.Author
 		}
@@ -141,7 +142,7 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		ri.Patches = append(ri.Patches, line)
 	}
 	for _, k := range r.Kernels {
-		ri.Kernels = append(ri.Kernels, fmt.Sprintf("%s/%s: %s, key %s, .config sha256 %s", k.Arch, k.Variant, k.Info.Release, short(k.Info.Key), short(k.Info.ConfigSHA256)))
+		ri.Kernels = append(ri.Kernels, fmt.Sprintf("%s/%s: %s, key %s, .config sha256 %s", k.Arch, k.Variant, k.Info.Release, gitcmd.Short(k.Info.Key), gitcmd.Short(k.Info.ConfigSHA256)))
 	}
 	seen := map[string]bool{}
 	for _, b := range r.Boots {
@@ -235,7 +236,7 @@ func seriesTitle(s results.Series) (string, []string) {
 		parts = append(parts, kind)
 	}
 	if s.BaseCommit != "" {
-		parts = append(parts, "base-commit "+short(s.BaseCommit))
+		parts = append(parts, "base-commit "+gitcmd.Short(s.BaseCommit))
 	}
 	return title, parts
 }
@@ -244,7 +245,7 @@ func seriesTitle(s results.Series) (string, []string) {
 // title, the mode its variants were made in and its hash.
 func seriesProvenance(s results.Series) string {
 	title, parts := seriesTitle(s)
-	parts = append(parts, fmt.Sprintf("%s, sha256 %s", s.Mode, short(s.Hash)))
+	parts = append(parts, fmt.Sprintf("%s, sha256 %s", s.Mode, gitcmd.Short(s.Hash)))
 	if s.Kind == "" {
 		return fmt.Sprintf("%s (%s)", title, parts[len(parts)-1])
 	}
@@ -315,13 +316,6 @@ func caveats(tables []verdict.Table) []string {
 		}
 	}
 	return out
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // shellJoin quotes args for a POSIX shell.

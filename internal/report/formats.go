@@ -11,6 +11,7 @@ import (
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
 
+	"lab/internal/gitcmd"
 	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
@@ -112,7 +113,7 @@ func writeProvenance(b *strings.Builder, r RunInfo, bullet, code string) {
 	fmt.Fprintf(b, "%srun %s (%s), %s\n", bullet, r.RunID, r.Dir, r.Role)
 	fmt.Fprintf(b, "%sreproduce: %s%s%s\n", bullet, code, r.Reproducer, code)
 	fmt.Fprintf(b, "%slab version %s; complete: %v\n", bullet, r.LabVersion, r.Complete)
-	fmt.Fprintf(b, "%skernel source: Linux %s, %s (base commit %s)\n", bullet, r.Source.Version, r.Source.Desc, short(r.Source.Commit))
+	fmt.Fprintf(b, "%skernel source: Linux %s, %s (base commit %s)\n", bullet, r.Source.Version, r.Source.Desc, gitcmd.Short(r.Source.Commit))
 	fmt.Fprintf(b, "%sseries: %s\n", bullet, r.Series)
 	if r.SeriesMode != "" {
 		fmt.Fprintf(b, "%s  %s\n", bullet, r.SeriesMode)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lab/internal/bisect"
+	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/lines"
 	"lab/internal/results"
@@ -112,15 +113,15 @@ func Resolve(ctx context.Context, store *history.Store, lab string, sus []Suspec
 		c := history.Culprit{Lab: lab, Good: s.Good.Hash, Bad: s.Bad.Hash}
 		if s.Adjacent() {
 			c.Culprit, c.Outcome = s.Bad.Hash, Adjacent
-			logf("culprit: %s (%s %+.3f %%): the first commit after the change point follows the last before it", short(s.Bad.Hash), s.Figure, s.Pct)
+			logf("culprit: %s (%s %+.3f %%): the first commit after the change point follows the last before it", gitcmd.Short(s.Bad.Hash), s.Figure, s.Pct)
 		} else {
-			logf("bisect: %s..%s (%d commits), following %s (%+.3f %%)", short(s.Good.Hash), short(s.Bad.Hash), s.Bad.Seq-s.Good.Seq, s.Figure, s.Pct)
+			logf("bisect: %s..%s (%d commits), following %s (%+.3f %%)", gitcmd.Short(s.Good.Hash), gitcmd.Short(s.Bad.Hash), s.Bad.Seq-s.Good.Seq, s.Figure, s.Pct)
 			outcome, culprit, runID, err := bisect(ctx, s.Good.Hash, s.Bad.Hash, s.Figure)
 			if err != nil {
-				return out, fmt.Errorf("bisect of %s..%s: %w", short(s.Good.Hash), short(s.Bad.Hash), err)
+				return out, fmt.Errorf("bisect of %s..%s: %w", gitcmd.Short(s.Good.Hash), gitcmd.Short(s.Bad.Hash), err)
 			}
 			c.Culprit, c.Outcome, c.BisectRun = culprit, outcome, runID
-			logf("bisect %s: %s %s", runID, outcome, short(culprit))
+			logf("bisect %s: %s %s", runID, outcome, gitcmd.Short(culprit))
 		}
 		for _, k := range s.Series {
 			c.Line = k.String()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lab/internal/bisect"
+	"lab/internal/gitcmd"
 	"lab/internal/history"
 	"lab/internal/kbuild"
 	"lab/internal/progress"
@@ -285,7 +286,7 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 	t.run.Bisect.Steps = nil
 	for _, c := range sel {
 		t.steps[c.Hash] = len(t.run.Bisect.Steps)
-		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1, Seq: c.Seq})
+		t.run.Bisect.Steps = append(t.run.Bisect.Steps, results.BisectStep{Index: len(t.run.Bisect.Steps), Name: gitcmd.Short(c.Hash), Subject: c.Subject, Commit: c.Hash, SameAs: -1, Seq: c.Seq})
 	}
 	// No commit before the base: it is measured, whatever its image.
 	return Commit{}, sel, nil
@@ -378,13 +379,13 @@ func (t *tracker) Image(ctx context.Context, c Commit) (string, error) {
 	byArch := map[string]string{}
 	for _, a := range t.arches() {
 		p := t.planOf(a)
-		label := fmt.Sprintf("%s %s (%s)", short(c.Hash), a, c.Subject)
+		label := fmt.Sprintf("%s %s (%s)", gitcmd.Short(c.Hash), a, c.Subject)
 		start := time.Now()
 		kern, err := t.bench.Kernel(ctx, p.Arch, c.Hash, label)
 		t.rep.BuildDone(label)
 		var be *kbuild.BuildError
 		if errors.As(err, &be) {
-			return "", &bisect.SkipError{Why: "does not build", Err: errors.New(firstLine(be.Err.Error()))}
+			return "", bisect.Skip("does not build", be.Err)
 		}
 		if err != nil {
 			return "", err
@@ -451,11 +452,11 @@ func (t *tracker) Boot(ctx context.Context, c Commit, j int) error {
 	idx := t.booted
 	t.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("boot of %s: its %s kernel was not built", short(c.Hash), p.Arch.Name)
+		return fmt.Errorf("boot of %s: its %s kernel was not built", gitcmd.Short(c.Hash), p.Arch.Name)
 	}
 	booter := testbed.Booter{Dir: t.dir, Boot: vm.Boot, ConsoleExpect: t.lab.ConsoleExpect, Logf: t.logf}
-	label := fmt.Sprintf("boot %d: %s %s (%s)", idx, short(c.Hash), p.Shape, c.Subject)
-	boot, err := booter.Run(ctx, p, kern, t.bench.Initrd(p.Arch.Name), "", idx, short(c.Hash), label)
+	label := fmt.Sprintf("boot %d: %s %s (%s)", idx, gitcmd.Short(c.Hash), p.Shape, c.Subject)
+	boot, err := booter.Run(ctx, p, kern, t.bench.Initrd(p.Arch.Name), "", idx, gitcmd.Short(c.Hash), label)
 	t.mu.Lock()
 	testbed.AddBoot(t.run, boot, err)
 	st := &t.run.Bisect.Steps[t.steps[c.Hash]]
@@ -493,7 +494,7 @@ func (t *tracker) place(h *history.Run, seq map[string]int) error {
 		b.CommitSeq = seq[b.Commit]
 		k, ok := t.kernels[b.Commit][b.Arch]
 		if !ok {
-			return fmt.Errorf("boot %d of %s: no %s kernel", b.Index, short(b.Commit), b.Arch)
+			return fmt.Errorf("boot %d of %s: no %s kernel", b.Index, gitcmd.Short(b.Commit), b.Arch)
 		}
 		b.KernelKey, b.ImageSHA256 = k.Info.Key, k.Info.ImageSHA256
 	}
@@ -504,9 +505,4 @@ func (t *tracker) place(h *history.Run, seq map[string]int) error {
 func topologyOf(p testbed.ShapePlan) string {
 	s := p.Shape
 	return history.Topology(results.Boot{CPUs: s.CPUs, Shape: &s})
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"lab/internal/bisect"
+	"lab/internal/gitcmd"
 	"lab/internal/shard"
 )
 
@@ -174,7 +175,7 @@ func parentImage(ctx context.Context, env Env, prev Commit, done map[string]stri
 	case errors.As(err, &skip):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("the kernel of %s, the parent of the first commit: %w", short(prev.Hash), err)
+		return "", fmt.Errorf("the kernel of %s, the parent of the first commit: %w", gitcmd.Short(prev.Hash), err)
 	}
 	return img, nil
 }
@@ -246,7 +247,7 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		c := w.sel[i]
 		if img, ok := w.opt.Done[c.Hash]; ok {
 			w.set(i, func(o *Disposition) { o.State, o.Image = InHistory, img })
-			logf("track: %s %s: in the history already", short(c.Hash), c.Subject)
+			logf("track: %s %s: in the history already", gitcmd.Short(c.Hash), c.Subject)
 			prevImage, prev = img, c // "" when unknown: the next commit is measured
 			continue
 		}
@@ -255,7 +256,7 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		switch {
 		case errors.As(err, &skip):
 			w.set(i, func(o *Disposition) { o.State, o.Why = NoBuild, skip.Error() })
-			logf("track: %s %s: %s", short(c.Hash), c.Subject, skip.Error())
+			logf("track: %s %s: %s", gitcmd.Short(c.Hash), c.Subject, skip.Error())
 			prevImage, prev = "", c
 			continue
 		case err != nil:
@@ -270,7 +271,7 @@ func (w *walker) build(ctx context.Context, lo, hi int, prev Commit, prevImage s
 		}
 		if same.Hash != "" {
 			w.set(i, func(o *Disposition) { o.Image, o.State, o.SameAs = img, NoCode, same.Hash })
-			logf("track: %s %s: no code change (the image of %s): not booted", short(c.Hash), c.Subject, short(same.Hash))
+			logf("track: %s %s: no code change (the image of %s): not booted", gitcmd.Short(c.Hash), c.Subject, gitcmd.Short(same.Hash))
 			prev = c
 			continue
 		}
@@ -292,7 +293,7 @@ func (w *walker) sameAsParent(ctx context.Context, c, prev Commit, img string) (
 	if c.Parent == "" || c.Parent == prev.Hash {
 		return Commit{}, nil
 	}
-	parent := Commit{Hash: c.Parent, Subject: "the parent of " + short(c.Hash), Seq: c.Seq - 1}
+	parent := Commit{Hash: c.Parent, Subject: "the parent of " + gitcmd.Short(c.Hash), Seq: c.Seq - 1}
 	pimg, err := w.env.Image(ctx, parent)
 	var skip *bisect.SkipError
 	switch {
@@ -325,11 +326,4 @@ func (w *walker) hand(ctx context.Context, i int) error {
 		return context.Cause(ctx)
 	}
 	return nil
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
