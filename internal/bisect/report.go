@@ -417,7 +417,7 @@ func HTML(r *results.Run) (string, error) {
 		return "", err
 	}
 	var buf bytes.Buffer
-	err = page.Execute(&buf, struct {
+	err = page.ExecuteTemplate(&buf, "shell", struct {
 		Run      *results.Run
 		Headline string
 		Judged   string
@@ -428,18 +428,11 @@ func HTML(r *results.Run) (string, error) {
 	return buf.String(), err
 }
 
-var page = template.Must(template.New("bisect").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>lab bisect: {{.Run.Lab}}</title>
-<style>
-body { font-family: sans-serif; margin: 2em; max-width: 90em; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
-td.n { text-align: right; font-family: monospace; }
+var page = report.NewPage("bisect", `{{define "title"}}lab bisect: {{.Run.Lab}}{{end}}
+{{define "style"}}
 tr.culprit td { background: #fee; font-weight: bold; }
-p.headline { font-size: 110%; }
-code { font-size: 85%; word-break: break-all; }
-</style></head><body>
-<h1>lab bisect: {{.Run.Lab}}</h1>
+{{end}}
+{{define "body"}}<h1>lab bisect: {{.Run.Lab}}</h1>
 <p class="headline">{{.Headline}}</p>
 <p>Followed {{.Run.Bisect.Figure}} ({{.Run.Bisect.Chosen}}), {{.Judged}}.</p>
 <figure class="chart"><figcaption>{{.Run.Bisect.Figure}} at each step: every boot, and the ends' means</figcaption>{{.Chart}}</figure>
@@ -448,8 +441,7 @@ code { font-size: 85%; word-break: break-all; }
 {{end}}</table>
 {{if .Run.Bisect.Notes}}<h2>Notes</h2><ul>{{range .Run.Bisect.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Provenance</h2><ul>{{range .Prov}}<li>{{.}}</li>{{end}}</ul>
-</body></html>
-`))
+{{end}}`, nil)
 
 // chart plots every boot's figure against its step, with the ends' means as
 // lines.
