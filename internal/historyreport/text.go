@@ -2,6 +2,7 @@ package historyreport
 
 import (
 	"fmt"
+	"lab/internal/report"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -17,7 +18,7 @@ func Text(tables []Table) string {
 		}
 		b.WriteString(t.Title + "\n")
 		tw := table.NewWriter()
-		tw.SetStyle(plainStyle())
+		tw.SetStyle(report.PlainStyle())
 		head := table.Row{}
 		for _, h := range t.Head {
 			head = append(head, h)
@@ -44,16 +45,6 @@ func Text(tables []Table) string {
 		}
 	}
 	return b.String()
-}
-
-func plainStyle() table.Style {
-	s := table.StyleDefault
-	s.Options.DrawBorder = false
-	s.Options.SeparateColumns = false
-	s.Options.SeparateHeader = false
-	s.Options.SeparateRows = false
-	s.Format.Header = text.FormatDefault
-	return s
 }
 
 // Markdown lays tables out for a pull request or a wiki: a heading a

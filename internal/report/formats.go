@@ -308,7 +308,7 @@ func Text(d *Document, color bool) string {
 	for _, v := range views {
 		b.WriteString("\n" + v.Header + "\n")
 		tw := table.NewWriter()
-		tw.SetStyle(plainStyle())
+		tw.SetStyle(PlainStyle())
 		head := table.Row{"benchmark", "producers"}
 		for _, side := range v.Sides {
 			head = append(head, string(side)+" M/s")
@@ -362,7 +362,9 @@ func paint(s, verdict string, color bool) string {
 	return s
 }
 
-func plainStyle() table.Style {
+// PlainStyle is go-pretty's table as lab prints it in plain text: no
+// borders, no rules, headers as written.
+func PlainStyle() table.Style {
 	s := table.StyleDefault
 	s.Options.DrawBorder = false
 	s.Options.SeparateColumns = false

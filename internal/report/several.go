@@ -336,7 +336,7 @@ func textSeveral(d *Document, color bool) string {
 	for _, t := range tables {
 		b.WriteString("\n" + t.header + "\n")
 		tw := table.NewWriter()
-		tw.SetStyle(plainStyle())
+		tw.SetStyle(PlainStyle())
 		head := table.Row{"benchmark", "producers"}
 		for _, k := range d.Kernels {
 			head = append(head, string(k)+" M/s")
