@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"lab/internal/bisect"
+	"lab/internal/bisectreport"
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
 	"lab/internal/initramfs"
@@ -196,7 +197,7 @@ func emitBisect(r *results.Run, opt publish.Options) error {
 		fmt.Fprintf(opt.Out, "bisect of %s stopped before it had an answer; what was measured is in %s\n", r.Lab, filepath.Dir(opt.ReportDir))
 		return nil
 	}
-	o, err := bisect.Outputs(r)
+	o, err := bisectreport.Outputs(r)
 	if err != nil {
 		return err
 	}

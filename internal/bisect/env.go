@@ -106,7 +106,7 @@ func (b *bisector) obs(boot results.Boot) (Obs, error) {
 			o.Controls[r.Benchmark] = protocol.Rate(r.Samples)
 		}
 	}
-	b.logf("boot %d (step %s): %s = %s", boot.Index, stepOf(b.steps, boot.Index), b.fig, formatFigure(*b.fig, v))
+	b.logf("boot %d (step %s): %s = %s", boot.Index, stepOf(b.steps, boot.Index), b.fig, FormatFigure(*b.fig, v))
 	return o, nil
 }
 

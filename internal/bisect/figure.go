@@ -158,7 +158,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 
 func sameness(r *verdict.Row) bool { return r.Change.Verdict == stats.Same }
 
-func formatFigure(f results.Figure, v float64) string {
+func FormatFigure(f results.Figure, v float64) string {
 	if f.Scaling {
 		return fmt.Sprintf("%.4f", v)
 	}

@@ -112,7 +112,7 @@ func (s Step) Values() []float64 {
 }
 
 // Mean of the step's figures.
-func (s Step) Mean() float64 { return mean(s.Values()) }
+func (s Step) Mean() float64 { return Mean(s.Values()) }
 
 // Result is the search's answer.
 type Result struct {
@@ -204,7 +204,7 @@ func Each(ctx context.Context, env Env, mode Mode) (*Result, error) {
 		if prev < 0 || len(s.values(k)) == 0 {
 			continue
 		}
-		if d := math.Abs(mean(s.values(k)) - mean(s.values(prev))); d > best {
+		if d := math.Abs(Mean(s.values(k)) - Mean(s.values(prev))); d > best {
 			best, bestK = d, k
 		}
 	}
@@ -720,7 +720,7 @@ func (s *search) finish(lo, hi int) *Result {
 		r.Own = stats.Compare(s.values(lo), s.values(hi), r.FloorPct)
 		total := r.Steps[s.n].Mean() - r.Steps[0].Mean()
 		if total != 0 {
-			r.Explains = (mean(s.values(hi)) - mean(s.values(lo))) / total
+			r.Explains = (Mean(s.values(hi)) - Mean(s.values(lo))) / total
 		}
 	}
 	lowEnd, highEnd := math.Min(r.Steps[0].Mean(), r.Steps[s.n].Mean()), math.Max(r.Steps[0].Mean(), r.Steps[s.n].Mean())
@@ -763,7 +763,8 @@ func (s *search) finish(lo, hi int) *Result {
 	return r
 }
 
-func mean(x []float64) float64 {
+// Mean is the mean of x, 0 when it is empty.
+func Mean(x []float64) float64 {
 	if len(x) == 0 {
 		return 0
 	}

@@ -1,7 +1,7 @@
 // Package publish hands a finished run, merge, bisect, report or compare to
 // people and to CI, the same way for every command: the report files, the
 // table on the terminal, the JUnit file and the GitHub job summary. Each
-// command renders its outputs once (report.Outputs, bisect.Outputs) and
+// command renders its outputs once (report.Outputs, bisectreport.Outputs) and
 // publishes them here; the gates' exit codes are judged by the caller from
 // the same document.
 package publish

@@ -1,14 +1,18 @@
 package bisect
 
 import (
+	"bytes"
 	"context"
-	"encoding/xml"
+	"encoding/json"
+	"flag"
 	"fmt"
-	"strings"
-	"testing"
-
 	"lab/internal/results"
+	"os"
+	"path/filepath"
+	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the recorded fakes in ../bisectreport/testdata/")
 
 // fakeRecord is a bisect of 6 patches with the culprit at step 5 and step 3
 // not building, as the search records it.
@@ -36,37 +40,29 @@ func fakeRecord(t *testing.T, each bool) *results.Run {
 	return r
 }
 
-func TestReportFormats(t *testing.T) {
-	for _, each := range []bool{false, true} {
+// The fake bisects the renderers' tests read (package bisectreport) are
+// what the search records today: -update writes them again.
+func TestRecordedFake(t *testing.T) {
+	for name, each := range map[string]bool{"bisect-search.json": false, "bisect-each.json": true} {
 		r := fakeRecord(t, each)
-		files, err := Files(r)
+		r.Kind, r.Schema, r.Complete = results.KindBisect, results.Schema, true
+		r.Boots = nil
+		data, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
-		md := string(files["report.md"])
-		want := []string{"culprit: step 5, 0005-x.patch \"x: change 5\"", "step 3 skipped: does not build", "**← culprit**"}
-		if each {
-			want = []string{"lab bisect --each", "patch by patch", "the largest is step 5"}
-		}
-		for _, w := range want {
-			if !strings.Contains(md, w) {
-				t.Errorf("each=%v: report.md lacks %q:\n%s", each, w, md)
+		path := filepath.Join("..", "bisectreport", "testdata", name)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
 			}
-		}
-		for _, line := range strings.Split(string(files["report-80.txt"]), "\n") {
-			if len([]rune(line)) > 80 {
-				t.Errorf("report-80.txt line of %d columns: %q", len([]rune(line)), line)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
 			}
+			continue
 		}
-		var suite struct {
-			Tests    int `xml:"tests,attr"`
-			Failures int `xml:"failures,attr"`
-		}
-		if err := xml.Unmarshal(files["junit.xml"], &suite); err != nil || suite.Tests != 7 || suite.Failures != 1 {
-			t.Errorf("junit: %+v %v\n%s", suite, err, files["junit.xml"])
-		}
-		if !strings.Contains(string(files["report.html"]), "<svg") {
-			t.Error("report.html has no chart")
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, data) {
+			t.Errorf("%s differs from what the search records (go test ./internal/bisect -run TestRecordedFake -update): %v", path, err)
 		}
 	}
 }

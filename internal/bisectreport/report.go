@@ -1,4 +1,8 @@
-package bisect
+// Package bisectreport writes what people and CI read of a bisect, from
+// its results.json alone: the headline, Markdown, 80 columns, JSON, JUnit
+// and one HTML page with the figure at each step. Package bisect searches;
+// this renders what it recorded.
+package bisectreport
 
 import (
 	"bytes"
@@ -13,7 +17,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"lab/internal/exitcode"
+	"lab/internal/bisect"
 	"lab/internal/gitcmd"
 	"lab/internal/publish"
 	"lab/internal/report"
@@ -21,33 +25,6 @@ import (
 	"lab/internal/stats"
 	"lab/internal/verdict"
 )
-
-// RunExitCode is the git bisect run exit code of a --run bisect.
-func RunExitCode(bi *results.Bisect) exitcode.Code {
-	if bi == nil || bi.Outcome != Probed || bi.Culprit <= 0 || bi.Culprit >= len(bi.Steps) {
-		return exitcode.Stop
-	}
-	switch bi.Steps[bi.Culprit].Verdict {
-	case LikeGood, NoCode:
-		return exitcode.Good
-	case LikeBad:
-		return exitcode.Bad
-	}
-	return exitcode.Skip
-}
-
-// ExitCode is the exit code for a bisect's outcome.
-func ExitCode(outcome string) exitcode.Code {
-	switch outcome {
-	case Found, Attributed:
-		return exitcode.Found
-	case NoChange:
-		return exitcode.NoChange
-	case Range, Doubt:
-		return exitcode.Unclear
-	}
-	return exitcode.Failed
-}
 
 // Files are a bisect's reports by file name, from its results.json alone.
 func Files(r *results.Run) (map[string][]byte, error) {
@@ -102,9 +79,9 @@ func Headline(r *results.Run) string {
 		cost = fmt.Sprintf("every one of the %d steps measured, %d boots", n+1, boots)
 	}
 	switch bi.Outcome {
-	case NoChange:
+	case bisect.NoChange:
 		return fmt.Sprintf("lab bisect: the ends do not differ: %s; nothing to bisect.", ends)
-	case Attributed:
+	case bisect.Attributed:
 		var parts []string
 		for _, st := range bi.Steps[1:] {
 			if own, ok := ownChange(bi, st.Index); ok {
@@ -113,19 +90,19 @@ func Headline(r *results.Run) string {
 		}
 		return fmt.Sprintf("lab bisect --each: %s; patch by patch: %s; the largest is step %d, %s. %s.",
 			ends, strings.Join(parts, ", "), bi.Culprit, stepName(bi.Steps[bi.Culprit]), cost)
-	case Found:
+	case bisect.Found:
 		c := bi.Steps[bi.Culprit]
 		return fmt.Sprintf("lab bisect: %s; culprit: step %d, %s: %s on its own, %.0f %% of the change. %s.",
 			ends, c.Index, stepName(c), changeText(bi, bi.Own), 100*bi.Explains, cost)
-	case Probed:
+	case bisect.Probed:
 		c := bi.Steps[bi.Culprit]
 		own := ""
 		if len(c.Values) > 0 {
-			own = fmt.Sprintf(" (%s %s)", bi.Figure, formatFigure(bi.Figure, mean(c.Values)))
+			own = fmt.Sprintf(" (%s %s)", bi.Figure, bisect.FormatFigure(bi.Figure, bisect.Mean(c.Values)))
 		}
 		return fmt.Sprintf("lab bisect --run: %s; %s%s is %s: git bisect exit %d.",
-			ends, stepName(c), own, c.Verdict, RunExitCode(bi))
-	case Range:
+			ends, stepName(c), own, c.Verdict, bisect.RunExitCode(bi))
+	case bisect.Range:
 		return fmt.Sprintf("lab bisect: %s; the culprit is one of steps %d..%d (%s): the steps between could not be measured. %s.",
 			ends, bi.First, bi.Culprit, namesOf(bi, bi.First, bi.Culprit), cost)
 	}
@@ -136,7 +113,7 @@ func Headline(r *results.Run) string {
 func measuredSteps(bi *results.Bisect) int {
 	n := 0
 	for _, st := range bi.Steps[1 : len(bi.Steps)-1] {
-		if len(st.Values) > 0 || st.Verdict == Skipped || st.Verdict == NoCode {
+		if len(st.Values) > 0 || st.Verdict == bisect.Skipped || st.Verdict == bisect.NoCode {
 			n++
 		}
 	}
@@ -272,7 +249,7 @@ func stepRows(r *results.Run) []stepRow {
 			}
 		}
 		if st.Skip != "" {
-			row.Verdict += ": " + firstLine(st.Skip)
+			row.Verdict += ": " + strings.SplitN(st.Skip, "\n", 2)[0]
 		}
 		if st.SameAs >= 0 {
 			row.Verdict = fmt.Sprintf("%s (the image of step %d)", st.Verdict, st.SameAs)
@@ -287,7 +264,7 @@ func stepRows(r *results.Run) []stepRow {
 				row.Build = fmt.Sprintf("%.0f s, %d compiled", st.BuildSeconds, st.Kernel.Info.Compiled)
 			}
 		}
-		row.Culprit = (bi.Outcome == Found || bi.Outcome == Attributed) && st.Index == bi.Culprit
+		row.Culprit = (bi.Outcome == bisect.Found || bi.Outcome == bisect.Attributed) && st.Index == bi.Culprit
 		out = append(out, row)
 	}
 	return out
@@ -401,7 +378,7 @@ func JUnit(r *results.Run) *report.JUnitSuite {
 		switch {
 		case row.Culprit:
 			c.Failure = &report.JUnitMessage{Message: "culprit: " + changeText(bi, bi.Own), Text: Headline(r)}
-		case strings.HasPrefix(row.Verdict, Skipped), row.Verdict == Untested:
+		case strings.HasPrefix(row.Verdict, bisect.Skipped), row.Verdict == bisect.Untested:
 			c.Skip = &report.JUnitMessage{Message: row.Verdict}
 		}
 		s.Add(c)
@@ -476,7 +453,7 @@ func chart(r *results.Run) (template.HTML, error) {
 	p.Add(sc)
 	n := float64(len(bi.Steps) - 1)
 	for _, k := range []int{0, len(bi.Steps) - 1} {
-		if m := mean(bi.Steps[k].Values); m > 0 {
+		if m := bisect.Mean(bi.Steps[k].Values); m > 0 {
 			l, err := plotter.NewLine(plotter.XYs{{X: -0.3, Y: m / scale}, {X: n + 0.3, Y: m / scale}})
 			if err != nil {
 				return "", err
