@@ -95,8 +95,8 @@ func severalNames(list []*series.Series) []string {
 // from the first series for this host, printed before anything runs.
 func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, sers *flagval.Repeated) (opt run.Options, done func(), err error) {
 	command := strings.TrimPrefix(fs.Name(), "lab ")
-	if command != "run" {
-		return opt, nil, usagef("%s takes one --series; several are for lab run", command)
+	if command != "run" && command != "build" {
+		return opt, nil, usagef("%s takes one --series; several are for lab run and lab build", command)
 	}
 	if n := len(inv.args); n > 1 {
 		return opt, nil, usagef("%s --series takes at most one lab file, got %d", command, n)
@@ -164,8 +164,8 @@ func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runF
 // named as the lab names it; done closes them. Only lab run measures
 // several.
 func openVersions(lab *spec.Lab, command string) (named []run.NamedSeries, done func(), err error) {
-	if command != "run" {
-		return nil, nil, usagef("%s takes one series, and lab %s has %d (versions:): several are for lab run", command, lab.Name, len(lab.Versions))
+	if command != "run" && command != "build" {
+		return nil, nil, usagef("%s takes one series, and lab %s has %d (versions:): several are for lab run and lab build", command, lab.Name, len(lab.Versions))
 	}
 	closeAll := func() {
 		for _, n := range named {

@@ -41,26 +41,40 @@ func TestSeveralSeriesInOneRun(t *testing.T) {
 	}
 
 	results := t.TempDir()
-	var stdout, stderr strings.Builder
-	code := runMainIn(ctx, []string{"run", "--series", filepath.Join(dirs, "v1"), "--series", filepath.Join(dirs, "v2"),
-		"--accel", "tcg", "--arch", "x86_64", "--cpus", "1", "--producers", "1", "--measure", "icount",
-		"--benchmarks", "uprobe-nop,uretprobe-nop,syscall-count", "--boots", "2", "--duration", "1s",
-		// No warm-up: the test reads that every row has figures, not how
-		// they compare, and a warm-up second would be a third of each boot.
-		"--warmup", "0s", "--cache", cache, "--results", results}, nil, &stdout, &stderr)
-	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+	// lab build of the two series, then lab run with --no-build: the boots
+	// come from what the build left in the cache, every kernel and series.
+	lab := func(command string, more ...string) string {
+		t.Helper()
+		var stdout, stderr strings.Builder
+		args := append([]string{command, "--series", filepath.Join(dirs, "v1"), "--series", filepath.Join(dirs, "v2"),
+			"--accel", "tcg", "--arch", "x86_64", "--cpus", "1", "--producers", "1", "--measure", "icount",
+			"--benchmarks", "uprobe-nop,uretprobe-nop,syscall-count", "--boots", "2", "--duration", "1s",
+			// No warm-up: the test reads that every row has figures, not how
+			// they compare, and a warm-up second would be a third of each boot.
+			"--warmup", "0s", "--cache", cache, "--results", results}, more...)
+		code := runMainIn(ctx, args, nil, &stdout, &stderr)
+		t.Logf("lab %s:\nstdout:\n%s\nstderr:\n%s", command, stdout.String(), stderr.String())
+		if code != 0 {
+			t.Fatalf("lab %s: exit %d", command, code)
+		}
+		return stdout.String() + stderr.String()
 	}
+	built := lab("build")
+	out := lab("run", "--no-build")
+	if !strings.Contains(out, "--no-build: 3 kernels and 1 initramfs images from "+cache) {
+		t.Errorf("lab run --no-build did not boot the build's three kernels")
+	}
+	var stdout, stderr strings.Builder
+	stdout.WriteString(built + out)
 	for _, w := range []string{"lab: 2 series, a kernel each against one baseline:\n  v1: ", "\n  v2: ",
 		"baseline: revert: series v2 is in the source (2 patches"} {
 		if !strings.Contains(stdout.String()+stderr.String(), w) {
 			t.Errorf("output lacks %q", w)
 		}
 	}
-	found, _ := filepath.Glob(filepath.Join(results, "*", "*", runfolder.ResultsFile))
+	found, _ := filepath.Glob(filepath.Join(results, "*", "2*", runfolder.ResultsFile))
 	if len(found) != 1 {
-		t.Fatalf("run folders: %v", found)
+		t.Fatalf("run folders (besides the build's): %v", found)
 	}
 	dir := filepath.Dir(found[0])
 	_, res, err := runfolder.Load(dir)

@@ -32,15 +32,22 @@ import (
 // shapes and benchmarks change no build, and a lab lab run --series made
 // is built from one lab (without a file) and booted from the lab.yaml its
 // run folder keeps (lab run RUN/lab.yaml --no-build).
-func manifestKey(lab *spec.Lab, archName string) (string, error) {
+func manifestKey(lab *spec.Lab, archName string, several []NamedSeries) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "arch %s\nmode %s\ntools %s\n", archName, lab.Mode, strings.Join(lab.Tools, ","))
-	ser, err := lab.OpenSeries()
-	if err != nil {
-		return "", err
+	if len(several) > 0 {
+		// A run of several: every series, by the kernel it names.
+		for _, n := range several {
+			fmt.Fprintf(h, "series %s %s\n", n.Variant, n.Series.Hash())
+		}
+	} else {
+		ser, err := lab.OpenSeries()
+		if err != nil {
+			return "", err
+		}
+		ser.Close()
+		fmt.Fprintf(h, "series %s\n", ser.Hash())
 	}
-	ser.Close()
-	fmt.Fprintf(h, "series %s\n", ser.Hash())
 	frags := lab.Fragments(archName)
 	for _, f := range frags {
 		d, err := os.ReadFile(f)
@@ -56,8 +63,9 @@ func manifestKey(lab *spec.Lab, archName string) (string, error) {
 
 // manifest is one arch's part of Artifacts.
 type manifest struct {
-	Source    results.Source    `json:"source"`
-	Series    results.Series    `json:"series"`
+	Source     results.Source    `json:"source"`
+	Series     results.Series    `json:"series"`
+	SeriesList []results.Series  `json:"series_list,omitempty"` // a run of several
 	Kernels   []results.Kernel  `json:"kernels"`
 	Initramfs results.Initramfs `json:"initramfs"`
 }
@@ -70,13 +78,13 @@ func manifestPath(cache, key string) string { return filepath.Join(cache, "manif
 // entry of another variant is as good as it was, and a --no-build boot
 // job needs every kernel (a manifest cut down to the one variant a
 // concurrent --only run built made a shard boot half its pairs).
-func saveManifests(cache string, lab *spec.Lab, art *Artifacts) error {
+func saveManifests(cache string, lab *spec.Lab, several []NamedSeries, art *Artifacts) error {
 	for _, a := range lab.Matrix.Arch {
-		key, err := manifestKey(lab, a)
+		key, err := manifestKey(lab, a, several)
 		if err != nil {
 			return err
 		}
-		m := manifest{Source: art.Source, Series: art.Series}
+		m := manifest{Source: art.Source, Series: art.Series, SeriesList: art.SeriesList}
 		for _, k := range art.Kernels {
 			if k.Arch == a {
 				m.Kernels = append(m.Kernels, k)
@@ -135,12 +143,12 @@ var ErrNotBuilt = errors.New("not in the cache: run `lab build` with the same la
 // loadManifests gives the artifacts of the lab from the cache alone, and
 // checks every image against its recorded sha256 and that the kernels of
 // every variant in want are there.
-func loadManifests(cache string, lab *spec.Lab, want []variant.Variant) (*Artifacts, error) {
+func loadManifests(cache string, lab *spec.Lab, several []NamedSeries, want []variant.Variant) (*Artifacts, error) {
 	art := &Artifacts{}
 	archs := append([]string(nil), lab.Matrix.Arch...)
 	sort.Strings(archs)
 	for _, a := range archs {
-		key, err := manifestKey(lab, a)
+		key, err := manifestKey(lab, a, several)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +189,7 @@ func loadManifests(cache string, lab *spec.Lab, want []variant.Variant) (*Artifa
 		}
 		m.Initramfs.Cached = true
 		art.Initramfs = append(art.Initramfs, m.Initramfs)
-		art.Source, art.Series = m.Source, m.Series
+		art.Source, art.Series, art.SeriesList = m.Source, m.Series, m.SeriesList
 	}
 	return art, nil
 }

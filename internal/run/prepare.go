@@ -99,11 +99,11 @@ func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, pr
 // manifest per arch); with --no-build it takes it from the cache alone.
 func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if r.opt.NoBuild {
-		want := variant.Both
+		want := r.opt.kernels()
 		if only, err := variant.Parse(string(r.opt.Only)); r.opt.Only != "" && err == nil {
 			want = []variant.Variant{only}
 		}
-		art, err := loadManifests(r.opt.CacheDir, r.lab, want)
+		art, err := loadManifests(r.opt.CacheDir, r.lab, r.opt.Several, want)
 		if err == nil {
 			r.logf("--no-build: %d kernels and %d initramfs images from %s", len(art.Kernels), len(art.Initramfs), r.opt.CacheDir)
 		}
@@ -113,10 +113,7 @@ func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(r.opt.Several) > 0 {
-		return art, nil // a manifest records one series (checkSeveral refuses --no-build)
-	}
-	return art, saveManifests(r.opt.CacheDir, r.lab, art)
+	return art, saveManifests(r.opt.CacheDir, r.lab, r.opt.Several, art)
 }
 
 // build makes the source, the variants, the kernels and the initramfs.

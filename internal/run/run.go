@@ -327,8 +327,6 @@ func checkSeveral(opt Options) error {
 		return fmt.Errorf("a run of several series has no single series")
 	case opt.Only != "":
 		return fmt.Errorf("--only: a run of several series boots every kernel")
-	case opt.NoBuild || opt.BuildOnly:
-		return fmt.Errorf("several series: lab build and --no-build take one series (the cache's manifests record one)")
 	}
 	return nil
 }

@@ -117,13 +117,13 @@ func TestRunKeepsItsLabAndSeries(t *testing.T) {
 	defer ser.Close()
 	// lab build --series, then lab run RUN/lab.yaml --no-build: one
 	// build, found again.
-	k1, err1 := manifestKey(lab, "x86_64")
-	k2, err2 := manifestKey(again, "x86_64")
+	k1, err1 := manifestKey(lab, "x86_64", nil)
+	k2, err2 := manifestKey(again, "x86_64", nil)
 	if err1 != nil || err2 != nil || k1 != k2 {
 		t.Errorf("manifest keys %s (%v) and, from lab.yaml, %s (%v): want one", k1, err1, k2, err2)
 	}
 	again.Mode = spec.ModeRevert
-	if k3, _ := manifestKey(again, "x86_64"); k3 == k1 {
+	if k3, _ := manifestKey(again, "x86_64", nil); k3 == k1 {
 		t.Errorf("manifest key %s for mode revert too: the mode changes the build", k3)
 	}
 	again.Mode = spec.ModeAuto

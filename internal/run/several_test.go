@@ -92,7 +92,6 @@ func TestRunSeveralRefuses(t *testing.T) {
 		{"named baseline", func(o *Options) { o.Several[0].Variant = "baseline" }, `series series-v1: variant name "baseline"`},
 		{"a path as a name", func(o *Options) { o.Several[0].Variant = "../x" }, "letters, digits"},
 		{"--only", func(o *Options) { o.Only = variant.Patched }, "--only: a run of several series boots every kernel"},
-		{"--no-build", func(o *Options) { o.NoBuild = true }, "--no-build take one series"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := severalOptions(t, "v1", "v2")
