@@ -66,8 +66,8 @@ type manifest struct {
 	Source     results.Source    `json:"source"`
 	Series     results.Series    `json:"series"`
 	SeriesList []results.Series  `json:"series_list,omitempty"` // a run of several
-	Kernels   []results.Kernel  `json:"kernels"`
-	Initramfs results.Initramfs `json:"initramfs"`
+	Kernels    []results.Kernel  `json:"kernels"`
+	Initramfs  results.Initramfs `json:"initramfs"`
 }
 
 func manifestPath(cache, key string) string { return filepath.Join(cache, "manifests", key+".json") }
