@@ -21,13 +21,11 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/exitcode"
 	"lab/internal/flagval"
-	"lab/internal/initramfs"
 	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/runfolder"
-	"lab/internal/series"
 	"lab/internal/spec"
 	"lab/internal/testbed"
 	"lab/internal/variant"
@@ -314,107 +312,6 @@ func registerSeries(fs *flag.FlagSet, ser *flagval.Repeated) {
 	fs.Var(ser, "series", "the series to run (replaces the lab file's; without a lab file lab makes the lab, prints it and keeps it in the run folder): "+
 		"a series folder, an mbox (b4 am's .mbx, with its .cover beside it), one mail, a diff, or - for standard input; "+
 		"given more than once, a kernel per series (named v1, v2 by version, or by file) against one baseline, each judged against it and against the one before")
-}
-
-// runOptions loads the lab file with the flags applied, or with --series
-// and no lab file makes the lab (spec.Default), and makes the run's
-// options. The series of --series is opened (and checked) first, before
-// anything is written; done closes it once the run is over.
-func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, sers *flagval.Repeated) (opt run.Options, done func(), err error) {
-	command := strings.TrimPrefix(fs.Name(), "lab ")
-	if len(sers.V) > 1 {
-		return severalOptions(inv, fs, labFlags, runFlags, sers)
-	}
-	var ser flagval.String
-	if sers.IsSet() {
-		ser.Set(sers.V[0])
-	}
-	switch n := len(inv.args); {
-	case ser.IsSet() && n > 1:
-		return opt, nil, usagef("%s --series takes at most one lab file, got %d", command, n)
-	case !ser.IsSet() && n != 1:
-		return opt, nil, usagef("%s takes one lab file, got %d (or --series PATH, and a lab file or none)", command, n)
-	}
-	var s *series.Series
-	done = func() {}
-	if ser.IsSet() {
-		if s, err = openSeriesFlag(ser.V, inv.stdin); err != nil {
-			return opt, nil, err
-		}
-		done = func() { s.Close() }
-		defer func() {
-			if err != nil {
-				s.Close()
-			}
-		}()
-	}
-	lab, header, err := loadLab(inv.args, command, ser.V, s, runFlags.Accel.V)
-	if err != nil {
-		return opt, nil, err
-	}
-	if err := labFlags.Apply(lab); err != nil {
-		return opt, nil, err
-	}
-	root, err := initramfs.FindModuleRoot(lab.Root)
-	if err != nil {
-		return opt, nil, err
-	}
-	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
-	if len(lab.Versions) > 0 {
-		// A lab of several series (versions:): opened as lab run
-		// --series A --series B opens them.
-		if opt.Several, done, err = openVersions(lab, command); err != nil {
-			return opt, nil, err
-		}
-		defer func() {
-			if err != nil {
-				done()
-			}
-		}()
-	}
-	if s != nil {
-		opt.Series, opt.SaveLab, opt.LabHeader, opt.RepeatFlags = s, true, header, repeatFlags(fs, inv.raw[1:])
-	}
-	if err := runFlags.Apply(&opt, root); err != nil {
-		return opt, nil, usageError{err.Error()}
-	}
-	if s != nil && len(inv.args) == 0 {
-		if err := showMadeLab(inv.out, lab, header); err != nil {
-			return opt, nil, err
-		}
-	}
-	return opt, done, nil
-}
-
-// loadLab is the run's lab: the lab file, the lab file with the series of
-// --series, or (no lab file) the lab made for the series and this host,
-// with the header line that says where it came from.
-func loadLab(args []string, command, seriesArg string, s *series.Series, accel string) (*spec.Lab, string, error) {
-	switch {
-	case s == nil:
-		lab, err := spec.Load(args[0])
-		return lab, "", err
-	case len(args) == 1:
-		lab, err := spec.LoadWith(args[0], s)
-		return lab, fmt.Sprintf("%s with --series %s: %s", args[0], seriesArg, seriesWords(s)), err
-	}
-	host := spec.ReadHost()
-	host.KVMArch = testbed.KVMArch(accel)
-	lab, err := spec.Default(spec.NameFor(s), s, host)
-	return lab, fmt.Sprintf("made by lab %s --series %s, for this host (%s), from %s", command, seriesArg, host.ShapeWords(), seriesWords(s)), err
-}
-
-// showMadeLab prints the lab lab made, before anything runs, as the run
-// folder will keep it.
-func showMadeLab(out io.Writer, lab *spec.Lab, header string) error {
-	shown := *lab
-	shown.Series = runfolder.SeriesRef
-	text, err := shown.YAML(header)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesDir, text)
-	return nil
 }
 
 func runCommand(fs *flag.FlagSet) func(context.Context, invocation) error {

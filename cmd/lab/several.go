@@ -1,18 +1,13 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
-	"lab/internal/flagval"
-	"lab/internal/initramfs"
 	"lab/internal/run"
-	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/spec"
-	"lab/internal/testbed"
 	"lab/internal/variant"
 )
 
@@ -88,76 +83,6 @@ func severalNames(list []*series.Series) []string {
 		}
 	}
 	return places
-}
-
-// severalOptions are runOptions for a run of several series: the lab file
-// (whose series they replace) or, without one, the lab spec.Default makes
-// from the first series for this host, printed before anything runs.
-func severalOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags *run.Flags, sers *flagval.Repeated) (opt run.Options, done func(), err error) {
-	command := strings.TrimPrefix(fs.Name(), "lab ")
-	if command != "run" && command != "build" {
-		return opt, nil, usagef("%s takes one --series; several are for lab run and lab build", command)
-	}
-	if n := len(inv.args); n > 1 {
-		return opt, nil, usagef("%s --series takes at most one lab file, got %d", command, n)
-	}
-	named, done, err := openSeveral(sers.V, inv.stdin)
-	if err != nil {
-		return opt, nil, err
-	}
-	defer func() {
-		if err != nil {
-			done()
-		}
-	}()
-	first := named[0].Series
-	var lab *spec.Lab
-	given := "--series " + strings.Join(sers.V, " --series ")
-	var header string
-	if len(inv.args) == 1 {
-		lab, err = spec.LoadWith(inv.args[0], first)
-		header = fmt.Sprintf("%s with %s", inv.args[0], given)
-	} else {
-		host := spec.ReadHost()
-		host.KVMArch = testbed.KVMArch(runFlags.Accel.V)
-		lab, err = spec.Default(spec.NameFor(first), first, host)
-		header = fmt.Sprintf("made by lab run %s, for this host (%s)", given, host.ShapeWords())
-	}
-	if err != nil {
-		return opt, nil, err
-	}
-	if err := labFlags.Apply(lab); err != nil {
-		return opt, nil, err
-	}
-	root, err := initramfs.FindModuleRoot(lab.Root)
-	if err != nil {
-		return opt, nil, err
-	}
-	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Several: named,
-		SaveLab: true, LabHeader: header, RepeatFlags: repeatFlags(fs, inv.raw[1:])}
-	if err := runFlags.Apply(&opt, root); err != nil {
-		return opt, nil, usageError{err.Error()}
-	}
-	var lines []string
-	for _, n := range named {
-		lines = append(lines, fmt.Sprintf("  %s: %s (%s)", n.Variant, seriesWords(n.Series), inputName(n.Series)))
-	}
-	fmt.Fprintf(inv.out, "lab: %d series, a kernel each against one baseline:\n%s\n", len(named), strings.Join(lines, "\n"))
-	if len(inv.args) == 0 {
-		// The lab lab made: shown before anything runs, as the run
-		// folder will keep it.
-		shown := *lab
-		shown.Series = ""
-		for _, n := range named {
-			shown.Versions = append(shown.Versions, spec.Version{Name: string(n.Variant), Series: runfolder.SeriesRefOf(string(n.Variant))})
-		}
-		text, err := shown.YAML(header)
-		if err != nil {
-			return opt, nil, err
-		}
-		fmt.Fprintf(inv.out, "lab: no lab file: this lab, kept in the run folder as %s beside the series' files (%s/):\n%s\n", runfolder.LabFile, runfolder.SeriesRefOf("NAME"), text)
-	}
-	return opt, done, nil
 }
 
 // openVersions opens the series of a lab of several (versions:), each
