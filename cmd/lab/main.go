@@ -402,6 +402,10 @@ func loadRun(dir string) (*results.Run, error) {
 		return nil, err
 	}
 	if len(r.Boots) == 0 && r.Bisect == nil {
+		if r.Complete && len(r.Notes) > 0 {
+			// A run that had nothing to boot says why (one image).
+			return nil, fmt.Errorf("%s: no boots: %s", dir, strings.Join(r.Notes, "; "))
+		}
 		return nil, fmt.Errorf("%s: no boots yet: the run is still preparing, was only a build (lab build), or was stopped before its first boot", dir)
 	}
 	return r, nil
