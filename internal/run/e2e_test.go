@@ -32,7 +32,6 @@ import (
 	"lab/internal/spec"
 	"lab/internal/testbed"
 	"lab/internal/testenv"
-	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/vm"
 )
@@ -46,33 +45,13 @@ func TestArch(t *testing.T) {
 	runtest.Arch(t, "x86_64")
 }
 
-// builtKernel returns a cached x86_64 kernel and initramfs from an earlier
-// test run (running the small lab when there is none).
-// builtKernel is the small lab's x86_64 kernel and initramfs.
-func builtKernel(t *testing.T) (kernel, initrd string) {
-	res, _ := runtest.Build(t, runtest.SmallLab(t, "x86_64"))
-	return res.Kernels[0].Info.Image, res.Initramfs[0].Path
-}
-
-func bootConfig(t *testing.T, kernel, initrd string, job protocol.Job) vm.Config {
-	a, _ := arch.Lookup("x86_64")
-	dir := t.TempDir()
-	shape, err := topology.Resolve("x86_64", topology.Request{CPUs: 1, Memory: "512M"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, Shape: shape,
-		Accel: vm.Accel{Name: results.TCG, Reason: "test"}, Clock: results.ClockWall, Job: job,
-		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
-}
-
 // A guest that panics (here: no init in the initramfs) ends its boot with an
 // error quoting the console, and no QEMU is left behind, on each x86_64
 // machine: q35 (a guest that calibrates its TSC) and microvm (one given its
 // TSC rate, as lab's TCG plans do).
 func TestBootPanicIsReported(t *testing.T) {
 	e2e(t)
-	kernel, _ := builtKernel(t)
+	kernel, _ := runtest.BuiltKernel(t)
 	empty := filepath.Join(t.TempDir(), "empty.cpio")
 	os.WriteFile(empty, nil, 0o644)
 	khz, _ := vm.HostTSCkHz()
@@ -84,7 +63,7 @@ func TestBootPanicIsReported(t *testing.T) {
 			if tc.tscKHz == 0 && tc.machine == "microvm" {
 				t.Skip("the host's TSC rate is unknown here: no TCG guest boots on microvm")
 			}
-			cfg := bootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 1})
+			cfg := runtest.BootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 1})
 			cfg.TSCkHz = tc.tscKHz
 			if got := cfg.Machine().Name(); got != tc.machine {
 				t.Fatalf("the guest boots on %s, want %s", got, tc.machine)
@@ -94,7 +73,7 @@ func TestBootPanicIsReported(t *testing.T) {
 			if !errors.As(err, &be) || be.Kind != results.FailPanic || !strings.Contains(err.Error(), "Kernel panic") {
 				t.Fatalf("err = %v", err)
 			}
-			noQEMU(t, cfg)
+			runtest.NoQEMU(t, cfg)
 		})
 	}
 }
@@ -103,8 +82,8 @@ func TestBootPanicIsReported(t *testing.T) {
 // reports it for QEMU's thread while the guest runs.
 func TestBootPinsVCPUs(t *testing.T) {
 	e2e(t)
-	kernel, initrd := builtKernel(t)
-	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	kernel, initrd := runtest.BuiltKernel(t)
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
 	host := runtime.NumCPU() - 1 // the last host CPU
 	cfg.Pin = []int{host}
 	out, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
@@ -114,14 +93,14 @@ func TestBootPinsVCPUs(t *testing.T) {
 	if len(out.Pinned) != 1 || out.Pinned[0] != host || len(out.VCPUs) != 1 {
 		t.Fatalf("pinned %v, vCPUs %+v", out.Pinned, out.VCPUs)
 	}
-	noQEMU(t, cfg)
+	runtest.NoQEMU(t, cfg)
 }
 
 // A guest that runs past its deadline is stopped, with an error saying so.
 func TestBootDeadline(t *testing.T) {
 	e2e(t)
-	kernel, initrd := builtKernel(t)
-	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	kernel, initrd := runtest.BuiltKernel(t)
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
 	start := time.Now()
 	_, err := vm.Boot(context.Background(), cfg, 15*time.Second, nil)
 	if err == nil || !strings.Contains(err.Error(), "deadline of 15s passed") || results.FailureKind(err) != results.FailHang {
@@ -130,14 +109,14 @@ func TestBootDeadline(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("stopping took %v", time.Since(start))
 	}
-	noQEMU(t, cfg)
+	runtest.NoQEMU(t, cfg)
 }
 
 // Cancelling (Ctrl-C) stops the guest at once and keeps what it sent.
 func TestBootInterrupt(t *testing.T) {
 	e2e(t)
-	kernel, initrd := builtKernel(t)
-	cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	kernel, initrd := runtest.BuiltKernel(t)
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// Cancel once the agent has said hello.
@@ -157,7 +136,7 @@ func TestBootInterrupt(t *testing.T) {
 	if out == nil || len(out.Records) == 0 || out.Records[0].Type != protocol.TypeHello {
 		t.Errorf("records kept: %+v", out)
 	}
-	noQEMU(t, cfg)
+	runtest.NoQEMU(t, cfg)
 }
 
 // A QEMU stopped by a signal from outside lab ends cleanly (exit 0): that
@@ -166,7 +145,7 @@ func TestBootInterrupt(t *testing.T) {
 // interruption, so that the boot is not recorded as the kernel's failure.
 func TestBootQEMUSignalledFromOutside(t *testing.T) {
 	e2e(t)
-	kernel, initrd := builtKernel(t)
+	kernel, initrd := runtest.BuiltKernel(t)
 	for _, tc := range []struct {
 		name       string
 		labCancels bool
@@ -176,13 +155,13 @@ func TestBootQEMUSignalledFromOutside(t *testing.T) {
 		{"with lab's cancel", true, results.FailInterrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := bootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+			cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
 				for ctx.Err() == nil {
 					if fi, err := os.Stat(cfg.ResultsPath()); err == nil && fi.Size() > 0 {
-						if pid := qemuOf(cfg.ConsoleLog()); pid > 0 {
+						if pid := runtest.QEMUOf(cfg.ConsoleLog()); pid > 0 {
 							syscall.Kill(pid, syscall.SIGTERM)
 							if tc.labCancels {
 								time.Sleep(500 * time.Millisecond)
@@ -198,20 +177,8 @@ func TestBootQEMUSignalledFromOutside(t *testing.T) {
 			if got := results.FailureKind(err); got != tc.want {
 				t.Errorf("failure %q (%v), want %q", got, err, tc.want)
 			}
-			noQEMU(t, cfg)
+			runtest.NoQEMU(t, cfg)
 		})
-	}
-}
-
-// noQEMU fails if a QEMU of this boot is still running.
-func noQEMU(t *testing.T, cfg vm.Config) {
-	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte(cfg.ConsoleLog())) {
-			t.Errorf("QEMU still running: %s", p)
-		}
 	}
 }
 

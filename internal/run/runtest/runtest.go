@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"lab/initramfs/protocol"
+	"lab/internal/arch"
 	"lab/internal/benchmark"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -21,6 +23,7 @@ import (
 	"lab/internal/testenv"
 	"lab/internal/topology"
 	"lab/internal/variant"
+	"lab/internal/vm"
 )
 
 // Root is the module's root: the tests of any package find labs/ and
@@ -344,4 +347,51 @@ func BenchSuite(t *testing.T, a string) {
 		}
 	}
 	t.Logf("results in %s", dir)
+}
+
+// BuiltKernel is the small lab's x86_64 kernel and initramfs, built (or
+// found in the cache) as lab build does.
+func BuiltKernel(t testing.TB) (kernel, initrd string) {
+	res, _ := Build(t, SmallLab(t, "x86_64"))
+	return res.Kernels[0].Info.Image, res.Initramfs[0].Path
+}
+
+// QEMUOf is the pid of the QEMU whose command line names dir, 0 if none.
+func QEMUOf(dir string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.HasPrefix(b, []byte("qemu-system")) && bytes.Contains(b, []byte(dir)) {
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+			return pid
+		}
+	}
+	return 0
+}
+
+// BootConfig is a one-vCPU x86_64 TCG boot of kernel and initrd running job,
+// in a folder of the test's.
+func BootConfig(t testing.TB, kernel, initrd string, job protocol.Job) vm.Config {
+	a, _ := arch.Lookup("x86_64")
+	dir := t.TempDir()
+	shape, err := topology.Resolve("x86_64", topology.Request{CPUs: 1, Memory: "512M"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vm.Config{Arch: a, Kernel: kernel, Initrd: initrd, Shape: shape,
+		Accel: vm.Accel{Name: results.TCG, Reason: "test"}, Clock: results.ClockWall, Job: job,
+		Dir: dir, QMPPath: filepath.Join(dir, "q.sock")}
+}
+
+// NoQEMU fails if a QEMU of this boot is still running.
+func NoQEMU(t testing.TB, cfg vm.Config) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(cfg.ConsoleLog())) {
+			t.Errorf("QEMU still running: %s", p)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package run_test
+package faulte2e
 
 // Faults, injected for real: series that panic or hang the guest, a QEMU
 // killed mid-benchmark, a QEMU that cannot start, a full disk, a damaged
@@ -37,11 +37,13 @@ import (
 // the first uprobe-nop hit of a boot.
 const hitPath = "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n"
 
+func e2e(t *testing.T) { testenv.E2E(t, "builds and boots real kernels, and breaks them") }
+
 // faultLab writes a lab of one apply-mode patch on the default source and
 // returns it loaded: x86_64, 1 vCPU, uprobe-nop only, short samples.
 func faultLab(t *testing.T, name string, edit testenv.Edit, measure string) *spec.Lab {
 	t.Helper()
-	root := testenv.Checkout(t, "../..")
+	root := testenv.Checkout(t, runtest.Root(t))
 	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, runtest.CacheDir(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +79,7 @@ func runQuiet(t *testing.T, ctx context.Context, opt run.Options) (*results.Run,
 	if opt.ResultsDir == "" {
 		opt.ResultsDir = t.TempDir()
 	}
-	opt.ModuleRoot, opt.Command = "../..", []string{"go", "test"}
+	opt.ModuleRoot, opt.Command = runtest.Root(t), []string{"go", "test"}
 	res, dir, err := run.Run(ctx, opt)
 	return res, dir, err, out.String()
 }
@@ -201,7 +203,7 @@ func TestFaultQEMUKilled(t *testing.T) {
 			if fi, err := os.Stat(files[0]); err != nil || fi.Size() == 0 {
 				continue
 			}
-			if pid := qemuOf(filepath.Dir(files[0])); pid > 0 {
+			if pid := runtest.QEMUOf(filepath.Dir(files[0])); pid > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
 				return
 			}
@@ -214,33 +216,19 @@ func TestFaultQEMUKilled(t *testing.T) {
 	checkFault(t, res, dir, err, results.FailInfra)
 }
 
-// qemuOf is the pid of the QEMU whose command line names dir, 0 if none.
-func qemuOf(dir string) int {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.HasPrefix(b, []byte("qemu-system")) && bytes.Contains(b, []byte(dir)) {
-			var pid int
-			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-			return pid
-		}
-	}
-	return 0
-}
-
 // A QEMU that cannot start (here: its kernel is gone) is an infrastructure
 // failure, not the kernel's.
 func TestFaultQEMUCannotStart(t *testing.T) {
 	e2e(t)
-	_, initrd := builtKernel(t)
-	cfg := bootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	_, initrd := runtest.BuiltKernel(t)
+	cfg := runtest.BootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
 	_, err := vm.Boot(context.Background(), cfg, time.Minute, nil)
 	var ie *vm.InfraError
 	if !errors.As(err, &ie) || results.FailureKind(err) != results.FailInfra || results.KernelFault(results.FailureKind(err)) {
 		t.Fatalf("err = %v (kind %s), want an infrastructure failure", err, results.FailureKind(err))
 	}
 	t.Log(err)
-	noQEMU(t, cfg)
+	runtest.NoQEMU(t, cfg)
 }
 
 // Results on a full disk: a clear error, and results.json, written
@@ -255,7 +243,7 @@ func TestFaultFullDisk(t *testing.T) {
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	builtKernel(t) // the kernels are cached: the run goes straight to its boots
+	runtest.BuiltKernel(t) // the kernels are cached: the run goes straight to its boots
 	tiny := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48k", "lab-test-full", tiny).CombinedOutput(); err != nil {
 		t.Skipf("mount tmpfs: %v %s", err, out)
@@ -345,7 +333,7 @@ func TestFaultConcurrentRuns(t *testing.T) {
 	e2e(t)
 	srcu := runtest.SmallLab(t, "x86_64")
 	srcu.Matrix.CPUs, srcu.Matrix.Producers, srcu.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
-	lazy, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	lazy, err := spec.Load(filepath.Join(runtest.Root(t), "labs", "uprobe-lazy-buffer.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
