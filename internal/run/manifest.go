@@ -103,7 +103,7 @@ func saveManifests(cache string, lab *spec.Lab, several []NamedSeries, art *Arti
 }
 
 // writeManifest writes m at p, keeping the kernels of variants m lacks
-// from the manifest there. Concurrent runs of one lab take turns (a lock
+// from the manifest there when it is of the same source. Concurrent runs of one lab take turns (a lock
 // beside it), so that neither drops the other's variants.
 func writeManifest(p string, m manifest) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -118,7 +118,9 @@ func writeManifest(p string, m manifest) error {
 		return fmt.Errorf("lock manifest %s: %w", p, err)
 	}
 	var old manifest
-	if data, err := os.ReadFile(p); err == nil && json.Unmarshal(data, &old) == nil {
+	// Another source at the same path (a new point release of the tarball)
+	// makes other kernels: its entries are not kept beside this one's.
+	if data, err := os.ReadFile(p); err == nil && json.Unmarshal(data, &old) == nil && old.Source.ID == m.Source.ID {
 		for _, k := range old.Kernels {
 			if !slices.ContainsFunc(m.Kernels, func(n results.Kernel) bool { return n.Variant == k.Variant }) {
 				m.Kernels = append(m.Kernels, k)

@@ -55,6 +55,15 @@ func TestManifestKeepsEveryVariant(t *testing.T) {
 	if strings.Join(got, ", ") != "baseline b1, patched p2" {
 		t.Errorf("manifest after both, then --only patched: %v", got)
 	}
+	// A new point release at the tarball's path: the old baseline is not
+	// this source's.
+	onlyPatched.Source = results.Source{ID: "tarball-new"}
+	if err := saveManifests(cache, lab, nil, onlyPatched); err != nil {
+		t.Fatal(err)
+	}
+	if m := readManifest(t, manifestPath(cache, key)); len(m.Kernels) != 1 {
+		t.Errorf("manifest of another source kept %d kernels: %+v", len(m.Kernels), m.Kernels)
+	}
 }
 
 func readManifest(t *testing.T, p string) manifest {
