@@ -260,7 +260,7 @@ func corpus() []corpusCase {
 		{"runs", "every patched sample zero", "", nil, "table RUN(patched-zero)", "every sample of the 2 patched boots that delivered is zero", 0, 1},
 		{"runs", "rates without hits", "", nil, "table RUN(rates-without-hits)", "boot 1 (x86_64, baseline): uprobe-nop at 1 producers has a sample of 0 hits at rate 1000", 0, 1},
 		{"runs", "results without samples", "", nil, "table RUN(no-samples)", "no-samples/results.json: boot 1 (x86_64, baseline): uprobe-nop at 1 producers ran but has no samples", 0, 1},
-		{"runs", "a variant no run has", "", nil, "table RUN(variant-foo)", `variant-foo/results.json: boot 2 is of variant "foo": a run boots baseline and patched only`, 0, 1},
+		{"runs", "a variant no run has", "", nil, "table RUN(variant-foo)", `variant-foo/results.json: boot 2 is of variant "foo": this run boots baseline, patched only`, 0, 1},
 		{"runs", "patched boots of a --only baseline run", "", nil, "table RUN(patched-in-baseline-run)", "boot 2 is of patched, which this run does not have (it booted baseline only: --only baseline)", 0, 1},
 		{"runs", "a boot index twice", "", nil, "report RUN(index-twice) -out OUT", "index-twice/results.json: boot 2 is there twice", 0, 1},
 		{"runs", "a result without a benchmark", "", nil, "table RUN(no-benchmark)", "boot 1 (x86_64, baseline): a result names no benchmark", 0, 1},

@@ -73,9 +73,9 @@ func TestReportOnExamples(t *testing.T) {
 			// One Go benchmark file a kernel: baseline and patched, or the
 			// baseline and each series of a run of several.
 			kernels := []string{"patched"}
-			if r, _ := results.Load(rj); r != nil && len(r.SeriesList) > 0 {
+			if r, _ := results.Load(rj); r != nil && len(r.Series) > 0 {
 				kernels = nil
-				for _, s := range r.SeriesList {
+				for _, s := range r.Series {
 					kernels = append(kernels, string(s.Variant))
 				}
 			}
@@ -140,7 +140,7 @@ func pageKind(resultsJSON string) string {
 	switch {
 	case r.Bisect != nil:
 		kind = "bisect " + r.Bisect.Outcome
-	case len(r.SeriesList) > 1:
+	case r.Several():
 		kind = "several"
 	}
 	clocks := map[string]bool{}

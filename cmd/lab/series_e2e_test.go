@@ -74,7 +74,7 @@ func TestSeriesFromAMailbox(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := res.Series
+			s := res.First()
 			if s.Mode != series.ModeRevert || s.ModeAsked != spec.ModeAuto || s.Kind != series.KindMbox || s.Cover == nil || s.Version != 2 ||
 				!strings.Contains(s.Base, "cannot be checked against the tarball") || len(s.Patches) != seed.patches || len(s.Patches[0].Trailers) < 2 {
 				t.Errorf("series record %+v", s)

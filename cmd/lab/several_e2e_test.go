@@ -81,9 +81,9 @@ func TestSeveralSeriesInOneRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.SeriesList) != 2 || res.SeriesList[0].Variant != "v1" || res.SeriesList[1].Variant != "v2" ||
-		res.SeriesList[0].Mode != series.ModeRevert || len(res.SeriesList[0].Patches) != 1 || len(res.SeriesList[1].Patches) != 2 {
-		t.Errorf("series list %+v", res.SeriesList)
+	if len(res.Series) != 2 || res.Series[0].Variant != "v1" || res.Series[1].Variant != "v2" ||
+		res.Series[0].Mode != series.ModeRevert || len(res.Series[0].Patches) != 1 || len(res.Series[1].Patches) != 2 {
+		t.Errorf("series list %+v", res.Series)
 	}
 	if len(res.Kernels) != 3 {
 		t.Fatalf("kernels %+v", res.Kernels)

@@ -27,10 +27,11 @@ func (b *bisector) seriesSteps(ctx context.Context) error {
 		return err
 	}
 	commits, mode := res.Commits, res.Mode
-	b.run.Series = results.Series{Name: ser.Name, Mode: mode, Hash: ser.Hash(), Variants: commits, ModeAsked: b.lab.Mode, ModeReason: res.Why}
+	bisected := results.Series{Name: ser.Name, Mode: mode, Hash: ser.Hash(), Variants: commits, ModeAsked: b.lab.Mode, ModeReason: res.Why, Variant: variant.Patched}
 	for _, p := range ser.Patches {
-		b.run.Series.Patches = append(b.run.Series.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
+		bisected.Patches = append(bisected.Patches, results.Patch{Name: p.Name, Subject: p.Subject, SHA256: p.SHA256})
 	}
+	b.run.Series = []results.Series{bisected}
 	n := len(ser.Patches)
 	var at []string // the commit of each step
 	if mode == spec.ModeRevert {
@@ -89,7 +90,7 @@ func (b *bisector) rangeSteps(ctx context.Context) error {
 		return err
 	}
 	b.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits)", b.opt.Good, b.opt.Bad, len(chain))
-	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
+	b.run.Series = []results.Series{{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}, Variant: variant.Patched}}
 	top, err := b.tree.Place(ctx, bad)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func (b *bisector) probeSteps(ctx context.Context) error {
 		return fmt.Errorf("--run: HEAD of %s is the %s end itself (%s)", b.lab.Source.Git, map[bool]string{true: "good", false: "bad"}[head == good], gitcmd.Short(head))
 	}
 	b.run.Bisect.Range = fmt.Sprintf("git bisect run: HEAD %s between %s and %s", gitcmd.Short(head), b.opt.Good, b.opt.Bad)
-	b.run.Series = results.Series{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}}
+	b.run.Series = []results.Series{{Name: "git " + b.opt.Good + ".." + b.opt.Bad, Variants: variant.Pair[string]{Baseline: good, Patched: bad}, Variant: variant.Patched}}
 	for k, c := range []string{good, head, bad} {
 		b.steps = append(b.steps, results.BisectStep{Index: k, Name: gitcmd.Short(c), Subject: subjectOf(ctx, b.tree, c), Commit: c, SameAs: -1})
 	}

@@ -386,14 +386,12 @@ func identities(r *results.Run) []Identity {
 		{"lab", r.Lab},
 		{"lab file sha256", r.LabSHA256},
 		{"lab version", r.LabVersion},
-		{"series sha256", r.Series.Hash},
-		{"series mode", r.Series.Mode},
 		{"kernel source", r.Source.ID},
 		{"claims", jsonText(r.Claims)},
 	}
 	out = append(out, matrixFields(r)...)
-	for _, s := range r.SeriesList { // a run of several series
-		out = append(out, Identity{"series sha256 of " + string(s.Variant), s.Hash})
+	for _, s := range r.Series {
+		out = append(out, Identity{"series sha256 of " + string(s.Variant), s.Hash}, Identity{"series mode of " + string(s.Variant), s.Mode})
 	}
 	for _, k := range r.Kernels {
 		out = append(out, Identity{fmt.Sprintf("kernel key %s/%s", k.Arch, k.Variant), k.Info.Key})

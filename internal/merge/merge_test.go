@@ -64,7 +64,7 @@ func (f fixture) run(k int, host string, speed float64) *results.Run {
 		Lab: "fake", LabFile: "labs/fake.yaml", LabVersion: "abc1234", RunID: fmt.Sprintf("x-shard%d-of-%d", k, f.n),
 		Command: []string{"lab", "run", "labs/fake.yaml", "--shard", fmt.Sprintf("%d/%d", k, f.n)},
 		Started: f.start, Finished: f.start.Add(time.Duration(len(idx)) * time.Minute), Complete: true,
-		Source: results.Source{ID: "linux-6.12"}, Series: results.Series{Name: "fake", Mode: "apply", Hash: "s1"},
+		Source: results.Source{ID: "linux-6.12"}, Series: results.SeriesList{{Name: "fake", Mode: "apply", Hash: "s1", Variant: variant.Patched}},
 		Matrix: f.matrix(), Host: results.Host{Name: host, CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
 		Kernels: []results.Kernel{
 			{Arch: "x86_64", Variant: variant.Baseline, Info: results.Build{Key: "kb"}},
@@ -203,7 +203,7 @@ func TestMergeRefusesOtherRuns(t *testing.T) {
 	}{
 		{"lab", func(r *results.Run) { r.Lab = "other" }, "fake", "other"},
 		{"lab version", func(r *results.Run) { r.LabVersion = "def5678" }, "abc1234", "def5678"},
-		{"series sha256", func(r *results.Run) { r.Series.Hash = "s2" }, "s1", "s2"},
+		{"series sha256 of patched", func(r *results.Run) { r.Series[0].Hash = "s2" }, "s1", "s2"},
 		{"matrix cpus", func(r *results.Run) { r.Matrix.CPUs = []int{2} }, "[1]", "[2]"},
 		{"matrix duration_ns", func(r *results.Run) { r.Matrix.Duration = 5 * time.Second }, "1000000000", "5000000000"},
 		{"kernel key x86_64/patched", func(r *results.Run) { r.Kernels[1].Info.Key = "kp2" }, "kp", "kp2"},

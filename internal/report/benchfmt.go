@@ -24,7 +24,7 @@ func BenchFiles(r *results.Run) map[string]string {
 		// The same configuration lines in both files: benchstat would split
 		// its tables on any key that differs.
 		fmt.Fprintf(&b, "goos: linux\npkg: lab/%s\ncpu: %s\n", r.Lab, r.Host.CPUModel)
-		fmt.Fprintf(&b, "kernel: Linux %s\nseries: %s\nmode: %s\n", r.Source.Version, r.Series.Name, r.Series.Mode)
+		fmt.Fprintf(&b, "kernel: Linux %s\nseries: %s\nmode: %s\n", r.Source.Version, r.First().Name, r.First().Mode)
 		var lines []string
 		for _, bt := range r.Boots {
 			if bt.Variant != v || !bt.OK() {

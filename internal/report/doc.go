@@ -56,7 +56,7 @@ type RunInfo struct {
 // Build makes the report of one run.
 func Build(r *results.Run, dir, generator string) *Document {
 	d := &Document{Title: r.Lab, Lab: r.Lab, Generator: generator}
-	if len(r.SeriesList) > 0 {
+	if r.Several() {
 		d.Runs = []RunInfo{runInfo(r, dir, "every kernel: "+string(variant.Baseline)+" and each series")}
 		buildSeveral(d, r)
 		return d
@@ -65,7 +65,7 @@ func Build(r *results.Run, dir, generator string) *Document {
 	d.Tables = verdict.Tables(r)
 	d.Claims = verdict.CheckClaims(r.Claims, d.Tables)
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
-	d.Header = seriesHeader(r.Series)
+	d.Header = seriesHeader(r.First())
 	return d
 }
 
@@ -124,14 +124,15 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 }
 
 func runInfo(r *results.Run, dir, role string) RunInfo {
+	first := r.First()
 	ri := RunInfo{Role: role, Dir: dir, RunID: r.RunID, LabVersion: r.LabVersion, Complete: r.Complete,
-		Source: r.Source, Series: seriesProvenance(r.Series), SeriesBase: r.Series.Base,
+		Source: r.Source, Series: seriesProvenance(first), SeriesBase: first.Base,
 		Host: fmt.Sprintf("%s, %d CPUs, Linux %s", r.Host.CPUModel, r.Host.CPUs, r.Host.Kernel)}
-	if r.Series.ModeAsked != "" && r.Series.ModeAsked != r.Series.Mode {
-		ri.SeriesMode = fmt.Sprintf("mode %s: %s", r.Series.ModeAsked, r.Series.ModeReason)
+	if first.ModeAsked != "" && first.ModeAsked != first.Mode {
+		ri.SeriesMode = fmt.Sprintf("mode %s: %s", first.ModeAsked, first.ModeReason)
 	}
 	ri.Reproducer = Reproducer(r)
-	for _, p := range r.Series.Patches {
+	for _, p := range first.Patches {
 		line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, gitcmd.Short(p.SHA256))
 		if p.Author != "" {
 			line += ", by " + p.Author

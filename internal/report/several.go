@@ -70,9 +70,9 @@ func buildSeveral(d *Document, r *results.Run) {
 	ri := &d.Runs[0]
 	var titles []string
 	ri.Patches = nil
-	for _, s := range r.SeriesList {
+	for _, s := range r.Series {
 		titles = append(titles, fmt.Sprintf("%s: %s", s.Variant, seriesProvenance(s)))
-		for _, p := range runInfo(&results.Run{Series: s}, "", "").Patches {
+		for _, p := range runInfo(&results.Run{Series: []results.Series{s}}, "", "").Patches {
 			ri.Patches = append(ri.Patches, fmt.Sprintf("%s %s", s.Variant, p))
 		}
 	}
@@ -92,11 +92,11 @@ func buildSeveral(d *Document, r *results.Run) {
 		}
 	}
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
-	for _, s := range r.SeriesList {
+	for _, s := range r.Series {
 		d.Header = append(d.Header, fmt.Sprintf("%s: %s", s.Variant, SeriesTitle(s)))
 	}
-	if len(r.SeriesList) > 0 && r.SeriesList[0].ModeReason != "" {
-		d.Header = append(d.Header, "baseline: "+r.SeriesList[0].ModeReason)
+	if len(r.Series) > 0 && r.Series[0].ModeReason != "" {
+		d.Header = append(d.Header, "baseline: "+r.Series[0].ModeReason)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 
 // Schema is the version of results.json this lab writes. Load reads every
 // older version too (see upgrade).
-const Schema = 4
+const Schema = 5
 
 // Run is results.json.
 type Run struct {
@@ -50,20 +50,21 @@ type Run struct {
 	Finished time.Time `json:"finished,omitzero"`
 	Complete bool      `json:"complete"` // false while running or after an interruption
 	Source   Source    `json:"source"`
-	Series   Series    `json:"series"`
-	// SeriesList is every series of a run of several (lab run --series
-	// v1.mbx --series v2.mbx): each its own kernel, named by its Variant,
-	// against one baseline (Series is then the first, for readers that
-	// know one). Empty for a run of one series.
-	SeriesList []Series      `json:"series_list,omitempty"`
-	Matrix     Matrix        `json:"matrix"`
-	Host       Host          `json:"host"`
-	Kernels    []Kernel      `json:"kernels"`
-	Initramfs  []Initramfs   `json:"initramfs"`
-	Boots      []Boot        `json:"boots"`
-	Notes      []string      `json:"notes,omitempty"`
-	Claims     []Claim       `json:"claims,omitempty"`
-	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Series are the series the run measured, each its own kernel (its
+	// Variant; Variants.Patched is that kernel's commit) against one
+	// baseline (Variants.Baseline, the same in each): one for lab run of a
+	// series, several for lab run --series v1.mbx --series v2.mbx. A
+	// bisect or a track has one: the series it bisects, or the git range
+	// it follows (its ends the two commits).
+	Series    SeriesList    `json:"series"`
+	Matrix    Matrix        `json:"matrix"`
+	Host      Host          `json:"host"`
+	Kernels   []Kernel      `json:"kernels"`
+	Initramfs []Initramfs   `json:"initramfs"`
+	Boots     []Boot        `json:"boots"`
+	Notes     []string      `json:"notes,omitempty"`
+	Claims    []Claim       `json:"claims,omitempty"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
 	// Bisect is set when the run is a lab bisect.
 	Bisect *Bisect `json:"bisect,omitempty"`
 	// Caveats are notes about the run as a whole that every report shows
@@ -86,22 +87,39 @@ const (
 	KindMerge  = "merge"
 )
 
-// Commit is the commit variant v's kernel was built from: in a run of
-// several series, the baseline's or that series' own ("" for a variant it
-// does not have); else the series' variant commit.
+// Commit is the commit variant v's kernel was built from: the baseline's,
+// or the series' whose kernel v is ("" for a variant the run does not
+// have).
 func (r *Run) Commit(v variant.Variant) string {
-	if len(r.SeriesList) == 0 {
-		return r.Series.Variants.Get(v)
+	if len(r.Series) == 0 {
+		return ""
 	}
 	if v == variant.Baseline {
-		return r.SeriesList[0].Variants.Baseline
+		return r.Series[0].Variants.Baseline
 	}
-	for _, s := range r.SeriesList {
-		if s.Variant == v {
-			return s.Variants.Patched
-		}
+	if s := r.SeriesOf(v); s != nil {
+		return s.Variants.Patched
 	}
 	return ""
+}
+
+// SeriesOf is the series whose kernel is v, nil if none is.
+func (r *Run) SeriesOf(v variant.Variant) *Series {
+	for i := range r.Series {
+		if r.Series[i].Variant == v {
+			return &r.Series[i]
+		}
+	}
+	return nil
+}
+
+// First is the run's first series (its only one, mostly), a zero one for a
+// run of none: what names the run where one name is wanted.
+func (r *Run) First() Series {
+	if len(r.Series) == 0 {
+		return Series{}
+	}
+	return r.Series[0]
 }
 
 // SortBoots puts the boots in index order: boots side by side finish in
@@ -137,15 +155,19 @@ func (r *Run) SameImages(comparisons []variant.Comparison) (same []string, all b
 	return same, all
 }
 
-// SeriesVariants are the kernels of a run of several series in boot order
-// after the baseline; none for a run of one series.
+// SeriesVariants are the series' kernels in boot order after the
+// baseline.
 func (r *Run) SeriesVariants() []variant.Variant {
 	var out []variant.Variant
-	for _, s := range r.SeriesList {
+	for _, s := range r.Series {
 		out = append(out, s.Variant)
 	}
 	return out
 }
+
+// Several says whether the run compares more than one series' kernel
+// with the baseline (lab run --series v1 --series v2).
+func (r *Run) Several() bool { return len(r.Series) > 1 }
 
 // Merged is where a merged run's boots came from.
 type Merged struct {
@@ -210,8 +232,9 @@ type Series struct {
 	// from, or why a tarball cannot check it.
 	Base  string   `json:"base,omitempty"`
 	Notes []string `json:"notes,omitempty"` // what reading the input skipped or found beside it
-	// Variant is the kernel of this series in a run of several (its
-	// Variants.Patched is that kernel's commit); "" in a run of one.
+	// Variant names this series' kernel: "patched" in a run of one, the
+	// name given to each in a run of several (its Variants.Patched is that
+	// kernel's commit).
 	Variant variant.Variant `json:"variant,omitempty"`
 }
 
@@ -471,8 +494,13 @@ func decode(path string, data []byte) (*Run, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty file: not a lab results file", path)
 	}
-	var r Run
-	if err := json.Unmarshal(data, &r); err != nil {
+	var w wire
+	err := json.Unmarshal(data, &w)
+	if len(w.SeriesList) > 0 {
+		w.plain.Series = w.SeriesList
+	}
+	r := Run(w.plain)
+	if err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		var pe *time.ParseError
@@ -484,7 +512,8 @@ func decode(path string, data []byte) (*Run, error) {
 		case errors.As(err, &te) && te.Field == "":
 			return nil, fmt.Errorf("%s: not a lab results file: the file is %s, not an object of lab's fields", path, jsonValue(te.Value))
 		case errors.As(err, &te):
-			return nil, fmt.Errorf("%s: not a lab results file: %s holds %s, which lab never writes there", path, te.Field, jsonValue(te.Value))
+			// (wire embeds the record as "plain".)
+			return nil, fmt.Errorf("%s: not a lab results file: %s holds %s, which lab never writes there", path, strings.TrimPrefix(te.Field, "plain."), jsonValue(te.Value))
 		case errors.As(err, &pe):
 			return nil, fmt.Errorf("%s: not a lab results file: %q is not a time as lab writes one (e.g. 2026-01-01T14:18:05Z)", path, pe.Value)
 		}
@@ -494,6 +523,52 @@ func decode(path string, data []byte) (*Run, error) {
 		return nil, fmt.Errorf("%s: not a lab results file: it has no \"lab\" field (another tool's JSON?)", path)
 	}
 	return &r, nil
+}
+
+// plain is Run without its methods, for decoding.
+type plain Run
+
+// wire is a record as any schema wrote it: a run of several had its
+// series in "series_list" before schema 5 ("series" its first).
+type wire struct {
+	plain
+	SeriesList []Series `json:"series_list"`
+}
+
+// SeriesList is a run's series as results.json and the cache's manifests
+// keep them. It reads what a lab before schema 5 wrote too: one series,
+// an object (SeriesBefore5).
+type SeriesList []Series
+
+// UnmarshalJSON reads a list, or the one series of a record before
+// schema 5.
+func (l *SeriesList) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return json.Unmarshal(data, (*[]Series)(l))
+	}
+	var one Series
+	if err := json.Unmarshal(data, &one); err != nil {
+		return err
+	}
+	*l = SeriesBefore5(one, nil)
+	return nil
+}
+
+// SeriesBefore5 is the list of series of a record before schema 5: its
+// series_list (a run of several), else its one series, whose kernel was
+// "patched" (none when the record has none).
+func SeriesBefore5(one Series, list []Series) SeriesList {
+	if len(list) > 0 {
+		return list
+	}
+	if one.Name == "" && len(one.Patches) == 0 && one.Variants == (variant.Pair[string]{}) {
+		return nil
+	}
+	if one.Variant == "" {
+		one.Variant = variant.Patched
+	}
+	return SeriesList{one}
 }
 
 // Figure is the one number a bisect follows: a benchmark's rate at some

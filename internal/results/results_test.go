@@ -1,14 +1,15 @@
 package results
 
 import (
-	"lab/internal/variant"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"lab/initramfs/protocol"
+	"lab/internal/variant"
 )
 
 func res(bench string, p int, hits ...uint64) protocol.Result {
@@ -106,15 +107,14 @@ func TestSourceDiffers(t *testing.T) {
 }
 
 func TestCommitOfAVariant(t *testing.T) {
-	one := &Run{Series: Series{Variants: variant.Pair[string]{Baseline: "b", Patched: "p"}}}
-	several := &Run{Series: Series{Variant: "v1", Variants: variant.Pair[string]{Baseline: "b", Patched: "c1"}},
-		SeriesList: []Series{{Variant: "v1", Variants: variant.Pair[string]{Baseline: "b", Patched: "c1"}}, {Variant: "v2", Variants: variant.Pair[string]{Baseline: "b", Patched: "c2"}}}}
+	one := &Run{Series: []Series{{Variant: variant.Patched, Variants: variant.Pair[string]{Baseline: "b", Patched: "p"}}}}
+	several := &Run{Series: []Series{{Variant: "v1", Variants: variant.Pair[string]{Baseline: "b", Patched: "c1"}}, {Variant: "v2", Variants: variant.Pair[string]{Baseline: "b", Patched: "c2"}}}}
 	for _, tc := range []struct {
 		r    *Run
 		v    variant.Variant
 		want string
 	}{
-		{one, variant.Baseline, "b"}, {one, variant.Patched, "p"},
+		{one, variant.Baseline, "b"}, {one, variant.Patched, "p"}, {&Run{}, variant.Baseline, ""},
 		{several, variant.Baseline, "b"}, {several, "v1", "c1"}, {several, "v2", "c2"}, {several, variant.Patched, ""},
 	} {
 		if got := tc.r.Commit(tc.v); got != tc.want {
@@ -143,6 +143,46 @@ func TestKindOfAnOlderRecord(t *testing.T) {
 			}
 			if err != nil || r.Kind != tc.want {
 				t.Errorf("kind %q (%v), want %q", r.Kind, err, tc.want)
+			}
+		})
+	}
+}
+
+// A record's series are one list whatever schema wrote it: before schema
+// 5 a run of one had its series as an object ("series"), whose kernel was
+// patched, and a run of several had them in "series_list".
+func TestSeriesOfAnOlderRecord(t *testing.T) {
+	one := `{"name":"s","mode":"revert","sha256":"h","patches":[],"variant_commits":{"baseline":"b","patched":"p"}}`
+	for _, tc := range []struct {
+		name, json string
+		want       []variant.Variant
+		patched    string // the commit of the last kernel
+	}{
+		{"one series, schema 4", `{"schema":4,"lab":"l","run_id":"r","series":` + one + `}`, []variant.Variant{variant.Patched}, "p"},
+		{"several, schema 4", `{"schema":4,"lab":"l","run_id":"r","series":` + one + `,"series_list":[` +
+			`{"name":"s","variant":"v1","variant_commits":{"baseline":"b","patched":"c1"}},` +
+			`{"name":"t","variant":"v2","variant_commits":{"baseline":"b","patched":"c2"}}]}`, []variant.Variant{"v1", "v2"}, "c2"},
+		{"a track, schema 3", `{"schema":3,"lab":"l","run_id":"r","series":{"name":"","mode":"","sha256":"","patches":null,"variant_commits":{"baseline":"","patched":""}}}`, nil, ""},
+		{"schema 5", `{"schema":5,"lab":"l","run_id":"r","series":[{"name":"s","variant":"v9","variant_commits":{"baseline":"b","patched":"c9"}}]}`, []variant.Variant{"v9"}, "c9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := decode("results.json", []byte(tc.json))
+			if err == nil {
+				err = upgrade("results.json", []byte(tc.json), r)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.SeriesVariants(); !slices.Equal(got, tc.want) {
+				t.Errorf("series' kernels %v, want %v", got, tc.want)
+			}
+			if len(tc.want) > 0 {
+				if got := r.Commit(tc.want[len(tc.want)-1]); got != tc.patched {
+					t.Errorf("commit of %s: %q, want %q", tc.want[len(tc.want)-1], got, tc.patched)
+				}
+				if r.Commit(variant.Baseline) != "b" {
+					t.Errorf("baseline commit %q, want b", r.Commit(variant.Baseline))
+				}
 			}
 		})
 	}

@@ -90,12 +90,12 @@ func checkIndexes(r *Run) error {
 // checkVariants refuses a boot of a variant the run does not have.
 func checkVariants(r *Run) error {
 	seen := map[variant.Variant]bool{}
-	for i, s := range r.SeriesList {
+	for i, s := range r.Series {
 		if _, err := variant.Name(string(s.Variant)); err != nil {
-			return fmt.Errorf("series_list[%d] (%s): %w", i, s.Name, err)
+			return fmt.Errorf("series[%d] (%s): %w", i, s.Name, err)
 		}
 		if seen[s.Variant] {
-			return fmt.Errorf("series_list[%d] (%s): variant %s names two series", i, s.Name, s.Variant)
+			return fmt.Errorf("series[%d] (%s): variant %s names two series", i, s.Name, s.Variant)
 		}
 		seen[s.Variant] = true
 	}
@@ -105,13 +105,10 @@ func checkVariants(r *Run) error {
 			continue // a bisect's middle steps are neither end
 		}
 		if b.Variant == "" {
-			return fmt.Errorf("boot %d has no variant: a run boots %s and %s", b.Index, variant.Baseline, variant.Patched)
+			return fmt.Errorf("boot %d has no variant: this run boots %s", b.Index, variantList(variant.Kernels(r.SeriesVariants())))
 		}
-		if len(r.SeriesList) > 0 && !slices.Contains(have, b.Variant) {
-			return fmt.Errorf("boot %d is of variant %q: this run of several series boots %s only", b.Index, b.Variant, variantList(have))
-		}
-		if len(r.SeriesList) == 0 && !slices.Contains(variant.Both, b.Variant) {
-			return fmt.Errorf("boot %d is of variant %q: a run boots %s and %s only", b.Index, b.Variant, variant.Baseline, variant.Patched)
+		if !slices.Contains(variant.Kernels(r.SeriesVariants()), b.Variant) {
+			return fmt.Errorf("boot %d is of variant %q: this run boots %s only", b.Index, b.Variant, variantList(variant.Kernels(r.SeriesVariants())))
 		}
 		if !slices.Contains(have, b.Variant) {
 			return fmt.Errorf("boot %d is of %s, which this run does not have (%s)", b.Index, b.Variant, r.variantsWhy(b.Variant))
@@ -123,18 +120,19 @@ func checkVariants(r *Run) error {
 	return nil
 }
 
-// variants are the variants the run boots: both, or the one of lab run
-// --only; a variant without a commit (series.variant_commits) is not one
-// the run made.
+// variants are the variants the run boots: the baseline and each series'
+// kernel, or the one of lab run --only; a variant without a commit (the
+// series' variant_commits) is not one the run made, unless the record has
+// no commits at all.
 func (r *Run) variants() []variant.Variant {
-	var out []variant.Variant
-	if len(r.SeriesList) > 0 {
-		return variant.Kernels(r.SeriesVariants())
-	}
 	only := r.only()
-	noCommits := r.Series.Variants == variant.Pair[string]{}
-	for _, v := range variant.Both {
-		if (only == "" || only == v) && (noCommits || r.Series.Variants.Get(v) != "") {
+	noCommits := true
+	for _, s := range r.Series {
+		noCommits = noCommits && s.Variants == variant.Pair[string]{}
+	}
+	var out []variant.Variant
+	for _, v := range variant.Kernels(r.SeriesVariants()) {
+		if (only == "" || only == v) && (noCommits || r.Commit(v) != "") {
 			out = append(out, v)
 		}
 	}

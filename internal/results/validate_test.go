@@ -29,7 +29,7 @@ func TestExamplesLoad(t *testing.T) {
 // goodRun is a small run that Load accepts: two boots of each variant.
 func goodRun() *Run {
 	r := &Run{Lab: "t", RunID: "20260101-000000", Command: []string{"lab", "run", "labs/t.yaml"},
-		Series:  Series{Variants: variant.Pair[string]{Baseline: "b0", Patched: "p0"}},
+		Series:  []Series{{Variant: variant.Patched, Variants: variant.Pair[string]{Baseline: "b0", Patched: "p0"}}},
 		Kernels: []Kernel{{Arch: "x86_64", Variant: variant.Baseline}, {Arch: "x86_64", Variant: variant.Patched}}}
 	for i, v := range []variant.Variant{variant.Baseline, variant.Patched, variant.Baseline, variant.Patched} {
 		r.Boots = append(r.Boots, Boot{Index: i + 1, Round: i / 2, Arch: "x86_64", CPUs: 1, Variant: v,
@@ -52,7 +52,7 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 	// multi makes the run one of two series, v1 and v2: the patched boots
 	// become v1's, and two boots of v2 are added.
 	multi := func(r *Run) {
-		r.SeriesList = []Series{{Name: "s", Variant: "v1"}, {Name: "s", Variant: "v2"}}
+		r.Series = []Series{{Name: "s", Variant: "v1"}, {Name: "s", Variant: "v2"}}
 		for i := range r.Boots {
 			if r.Boots[i].Variant == variant.Patched {
 				r.Boots[i].Variant = "v1"
@@ -121,14 +121,14 @@ func TestLoadRefusesWhatNoRunWrites(t *testing.T) {
 				}
 			}
 		}, "boot 1 (x86_64, baseline): uprobe-nop at 1 producers ran but has no samples"},
-		{"variant foo", func(r *Run) { r.Boots[1].Variant = "foo" }, `boot 2 is of variant "foo": a run boots baseline and patched only`},
+		{"variant foo", func(r *Run) { r.Boots[1].Variant = "foo" }, `boot 2 is of variant "foo": this run boots baseline, patched only`},
 		{"no variant", func(r *Run) { r.Boots[1].Variant = "" }, "boot 2 has no variant"},
 		{"patched in a --only baseline run", func(r *Run) { r.Command = append(r.Command, "--only=baseline") }, "boot 2 is of patched, which this run does not have (it booted baseline only: --only baseline)"},
-		{"patched without a patched commit", func(r *Run) { r.Series.Variants.Patched = "" }, "boot 2 is of patched, which this run does not have (its series has no patched commit in variant_commits)"},
+		{"patched without a patched commit", func(r *Run) { r.Series[0].Variants.Patched = "" }, "boot 2 is of patched, which this run does not have (its series has no patched commit in variant_commits)"},
 		{"a kernel the run did not build", func(r *Run) { r.Boots[0].Arch = "arm64" }, "boot 1 is of the arm64 baseline kernel, which the run did not build (its kernels: x86_64 baseline, x86_64 patched)"},
-		{"a patched boot in a run of two series", func(r *Run) { multi(r); r.Boots[5].Variant = variant.Patched }, `boot 7 is of variant "patched": this run of several series boots baseline, v1, v2 only`},
-		{"two series of one name", func(r *Run) { multi(r); r.SeriesList[1].Variant = "v1" }, "series_list[1] (s): variant v1 names two series"},
-		{"a series named baseline", func(r *Run) { multi(r); r.SeriesList[0].Variant = "baseline" }, `series_list[0] (s): variant name "baseline"`},
+		{"a patched boot in a run of two series", func(r *Run) { multi(r); r.Boots[5].Variant = variant.Patched }, `boot 7 is of variant "patched": this run boots baseline, v1, v2 only`},
+		{"two series of one name", func(r *Run) { multi(r); r.Series[1].Variant = "v1" }, "series[1] (s): variant v1 names two series"},
+		{"a series named baseline", func(r *Run) { multi(r); r.Series[0].Variant = "baseline" }, `series[0] (s): variant name "baseline"`},
 		{"every v2 sample zero", func(r *Run) { multi(r); zero(r, "v2") }, "every sample of the 2 v2 boots that delivered is zero"},
 		{"an index twice", func(r *Run) { r.Boots[2].Index = 2 }, "boot 2 is there twice"},
 		{"index 0", func(r *Run) { r.Boots[0].Index = 0 }, "a boot has index 0: boots are numbered from 1"},

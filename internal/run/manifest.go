@@ -63,11 +63,13 @@ func manifestKey(lab *spec.Lab, archName string, several []NamedSeries) (string,
 
 // manifest is one arch's part of Artifacts.
 type manifest struct {
-	Source     results.Source    `json:"source"`
-	Series     results.Series    `json:"series"`
-	SeriesList []results.Series  `json:"series_list,omitempty"` // a run of several
-	Kernels    []results.Kernel  `json:"kernels"`
-	Initramfs  results.Initramfs `json:"initramfs"`
+	Source    results.Source     `json:"source"`
+	Series    results.SeriesList `json:"series"`
+	Kernels   []results.Kernel   `json:"kernels"`
+	Initramfs results.Initramfs  `json:"initramfs"`
+	// Before5 is where a lab before results schema 5 kept the series of
+	// a run of several (Series had the first): read, never written.
+	Before5 []results.Series `json:"series_list,omitempty"`
 }
 
 func manifestPath(cache, key string) string { return filepath.Join(cache, "manifests", key+".json") }
@@ -84,7 +86,7 @@ func saveManifests(cache string, lab *spec.Lab, several []NamedSeries, art *Arti
 		if err != nil {
 			return err
 		}
-		m := manifest{Source: art.Source, Series: art.Series, SeriesList: art.SeriesList}
+		m := manifest{Source: art.Source, Series: art.Series}
 		for _, k := range art.Kernels {
 			if k.Arch == a {
 				m.Kernels = append(m.Kernels, k)
@@ -191,7 +193,10 @@ func loadManifests(cache string, lab *spec.Lab, several []NamedSeries, want []va
 		}
 		m.Initramfs.Cached = true
 		art.Initramfs = append(art.Initramfs, m.Initramfs)
-		art.Source, art.Series, art.SeriesList = m.Source, m.Series, m.SeriesList
+		art.Source, art.Series = m.Source, m.Series
+		if len(m.Before5) > 0 {
+			art.Series = m.Before5
+		}
 	}
 	return art, nil
 }

@@ -99,7 +99,7 @@ func TestManifestOfSeveral(t *testing.T) {
 	}
 	kernel := func(v variant.Variant) results.Kernel { return results.Kernel{Arch: "x86_64", Variant: v} }
 	art := &Artifacts{Kernels: []results.Kernel{kernel(variant.Baseline), kernel("v1"), kernel("v2")},
-		SeriesList: []results.Series{{Name: "s1", Variant: "v1"}, {Name: "s2", Variant: "v2"}}}
+		Series: results.SeriesList{{Name: "s1", Variant: "v1"}, {Name: "s2", Variant: "v2"}}}
 	if err := saveManifests(cache, lab, opt.Several, art); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestManifestOfSeveral(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := readManifest(t, manifestPath(cache, key))
-	if len(m.Kernels) != 3 || len(m.SeriesList) != 2 || m.SeriesList[1].Variant != "v2" {
+	if len(m.Kernels) != 3 || len(m.Series) != 2 || m.Series[1].Variant != "v2" {
 		t.Errorf("manifest %+v", m)
 	}
 }

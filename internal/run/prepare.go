@@ -46,11 +46,10 @@ type Env interface {
 // Artifacts are what the boots need, with their provenance.
 type Artifacts struct {
 	Source results.Source
-	Series results.Series
-	// SeriesList is each series of a run of several, with its variant.
-	SeriesList []results.Series
-	Kernels    []results.Kernel
-	Initramfs  []results.Initramfs
+	// Series are the run's series, each with its kernel's variant.
+	Series    results.SeriesList
+	Kernels   []results.Kernel
+	Initramfs []results.Initramfs
 }
 
 // Kernel returns the kernel built for arch and v.
@@ -285,7 +284,7 @@ func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Ar
 	for i, n := range r.opt.Several {
 		rec := testbed.RecordSeries(n.Series, res.Each[i])
 		rec.ModeAsked, rec.Base, rec.Variant = r.lab.Mode, r.lab.BaseNote, n.Variant
-		art.SeriesList = append(art.SeriesList, rec)
+		art.Series = append(art.Series, rec)
 		out = append(out, kernelOf{variant: n.Variant, commit: res.Each[i].Commits.Patched, series: n.Series})
 		r.logf("%s: %s (%d patches) on the baseline", n.Variant, n.Series.Name, len(n.Series.Patches))
 	}
@@ -325,8 +324,9 @@ func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts
 		return nil, res.Commits, err
 	}
 	r.logf("mode %s", res.Why)
-	art.Series = testbed.RecordSeries(ser, res)
-	art.Series.ModeAsked, art.Series.Base = lab.Mode, lab.BaseNote
+	rec := testbed.RecordSeries(ser, res)
+	rec.ModeAsked, rec.Base, rec.Variant = lab.Mode, lab.BaseNote, variant.Patched
+	art.Series = []results.Series{rec}
 	return ser, res.Commits, nil
 }
 

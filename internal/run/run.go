@@ -225,10 +225,6 @@ func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shar
 		return err
 	}
 	r.run.Source, r.run.Series, r.run.Kernels, r.run.Initramfs = art.Source, art.Series, art.Kernels, art.Initramfs
-	r.run.SeriesList = art.SeriesList
-	if len(art.SeriesList) > 0 {
-		r.run.Series = art.SeriesList[0]
-	}
 	if err := r.save(); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 		art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a, Path: "/fake/initrd-" + a})
 	}
 	for _, n := range r.opt.Several {
-		art.SeriesList = append(art.SeriesList, results.Series{Name: n.Series.Name, Variant: n.Variant, Mode: "apply"})
+		art.Series = append(art.Series, results.Series{Name: n.Series.Name, Variant: n.Variant, Mode: "apply"})
 	}
 	return art, nil
 }

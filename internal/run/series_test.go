@@ -20,6 +20,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/variant"
 )
 
 // listSeries is what b4 am writes for a two-patch v2 series with a
@@ -180,7 +181,10 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := art.Series
+			if len(art.Series) != 1 || art.Series[0].Variant != variant.Patched {
+				t.Fatalf("series recorded: %+v", art.Series)
+			}
+			got := art.Series[0]
 			if got.Mode != tc.mode || got.ModeAsked != spec.ModeAuto || got.ModeReason != tc.why || got.Variants != commits {
 				t.Errorf("mode %s (asked %s): %q, commits %+v", got.Mode, got.ModeAsked, got.ModeReason, got.Variants)
 			}
@@ -198,11 +202,11 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 			}
 			// results.json takes the record as it is.
 			dir := t.TempDir()
-			run := &results.Run{Schema: results.Schema, Lab: "v2_x", RunID: "r", Started: time.Unix(1, 0).UTC(), Series: got}
+			run := &results.Run{Schema: results.Schema, Lab: "v2_x", RunID: "r", Started: time.Unix(1, 0).UTC(), Series: results.SeriesList{got}}
 			if err := (runfolder.Folder{Dir: dir}).Save(run); err != nil {
 				t.Fatal(err)
 			}
-			if _, back, err := runfolder.Load(dir); err != nil || !reflect.DeepEqual(back.Series, got) {
+			if _, back, err := runfolder.Load(dir); err != nil || !reflect.DeepEqual(back.Series, results.SeriesList{got}) {
 				t.Errorf("results.json gives back %+v, %v", back.Series, err)
 			}
 		})

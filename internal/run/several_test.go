@@ -67,8 +67,8 @@ func TestRunSeveralSeries(t *testing.T) {
 			t.Errorf("boot %d booted %s, want %s", i+1, c.Kernel, want)
 		}
 	}
-	if len(res.SeriesList) != 2 || res.SeriesList[0].Variant != "v1" || res.SeriesList[1].Variant != "v2" || res.Series.Name != "series-v1" {
-		t.Errorf("series %+v, list %+v", res.Series, res.SeriesList)
+	if len(res.Series) != 2 || res.Series[0].Variant != "v1" || res.Series[1].Variant != "v2" || res.First().Name != "series-v1" {
+		t.Errorf("series %+v", res.Series)
 	}
 	// What was saved loads back, every kernel's boots valid.
 	_, saved, err := runfolder.Load(dir)

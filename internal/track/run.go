@@ -23,6 +23,7 @@ import (
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testbed"
+	"lab/internal/variant"
 	"lab/internal/version"
 	"lab/internal/vm"
 )
@@ -280,8 +281,8 @@ func (t *tracker) commits(ctx context.Context, res *Result) (Commit, []Commit, e
 		every = fmt.Sprintf("the commits whose place is a multiple of %d, and the last", t.opt.Every)
 	}
 	t.run.Bisect.Range = fmt.Sprintf("git %s..%s (%d first-parent commits, %s)", t.opt.From, t.opt.To, len(chain), every)
-	t.run.Series = results.Series{Name: "git " + t.opt.From + ".." + t.opt.To}
-	t.run.Series.Variants.Baseline, t.run.Series.Variants.Patched = from, to
+	t.run.Series = []results.Series{{Name: "git " + t.opt.From + ".." + t.opt.To, Variant: variant.Patched,
+		Variants: variant.Pair[string]{Baseline: from, Patched: to}}}
 	t.steps = map[string]int{from: 0}
 	t.run.Bisect.Steps = nil
 	for _, c := range sel {

@@ -112,10 +112,11 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 	if want := testenv.DebianKernelVersion(t, spec.DefaultPackage); saved.Source.Version != want || !strings.Contains(saved.Source.Desc, "linux-source-6.12") {
 		t.Errorf("source provenance: %+v", saved.Source)
 	}
-	if saved.Series.Mode != spec.ModeRevert || len(saved.Series.Patches) != 1 || len(saved.Series.Patches[0].SHA256) != 64 {
+	ser := saved.First()
+	if len(saved.Series) != 1 || ser.Variant != variant.Patched || ser.Mode != spec.ModeRevert || len(ser.Patches) != 1 || len(ser.Patches[0].SHA256) != 64 {
 		t.Errorf("series provenance: %+v", saved.Series)
 	}
-	if saved.Series.Variants.Baseline == saved.Series.Variants.Patched {
+	if ser.Variants.Baseline == ser.Variants.Patched {
 		t.Error("baseline and patched are the same commit")
 	}
 	if saved.Host.CPUs == 0 || saved.Host.CPUModel == "" || saved.LabVersion == "" {
