@@ -53,17 +53,12 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 	if err != nil {
 		return opt, nil, err
 	}
-	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out}
-	switch {
-	case len(named) == 1:
-		opt.Series = named[0].Series
-	case len(named) > 1:
-		opt.Several = named
-	case len(lab.Versions) > 0:
+	opt = run.Options{Lab: lab, ModuleRoot: root, Command: append([]string{"lab"}, inv.raw...), Out: inv.out, Series: named}
+	if len(named) == 0 && len(lab.Versions) > 0 {
 		// A lab of several series (versions:): opened as --series A
 		// --series B opens them.
 		var closeVersions func()
-		if opt.Several, closeVersions, err = openVersions(lab, command); err != nil {
+		if opt.Series, closeVersions, err = openVersions(lab, command); err != nil {
 			return opt, nil, err
 		}
 		done = closeVersions

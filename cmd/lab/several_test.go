@@ -11,6 +11,7 @@ import (
 	"lab/internal/run"
 	"lab/internal/series"
 	"lab/internal/spec"
+	"lab/internal/variant"
 )
 
 // v3Of copies the b4 series mbx as version 3 into dir.
@@ -53,8 +54,8 @@ func TestRunSeveralSeriesOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer done()
-	if opt.Series != nil || len(opt.Several) != 2 || opt.Several[0].Variant != "v2" || opt.Several[1].Variant != "v3" {
-		t.Fatalf("series %v, several %+v", opt.Series, opt.Several)
+	if len(opt.Series) != 2 || opt.Series[0].Variant != "v2" || opt.Series[1].Variant != "v3" {
+		t.Fatalf("series %+v", opt.Series)
 	}
 	if opt.Lab.Matrix.Boots != 2 || !opt.SaveLab || len(opt.RepeatFlags) != 0 {
 		t.Errorf("boots %d, save lab %v, repeat flags %q", opt.Lab.Matrix.Boots, opt.SaveLab, opt.RepeatFlags)
@@ -103,7 +104,7 @@ func TestRunSeveralSeriesRefuses(t *testing.T) {
 		{"new", []string{"new", "x", "--series", "MBX", "--series", "V3"}, "for flag -series: given twice", 2},
 		{"two lab files", []string{"run", "ROOT/labs/t.yaml", "ROOT/labs/t.yaml", "--series", "MBX", "--series", "V3"}, "at most one lab file, got 2", 2},
 		{"a cover letter only among several", []string{"run", "--series", "MBX", "--series", "COVER"}, "only a cover letter", 1},
-		{"--only", []string{"run", "--series", "MBX", "--series", "V3", "--only", "patched"}, "--only: a run of several series boots every kernel", 1},
+		{"--only", []string{"run", "--series", "MBX", "--series", "V3", "--only", "patched"}, "--only patched: this run's kernels are baseline, v2, v3", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, tmp := newCheckout(t)
@@ -161,16 +162,16 @@ func TestLabFileVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	done()
-	if len(opt.Several) != 2 || opt.Several[0].Variant != "first" || opt.Several[1].Variant != "second" || opt.Series != nil {
-		t.Errorf("several %+v, series %v", opt.Several, opt.Series)
+	if len(opt.Series) != 2 || opt.Series[0].Variant != "first" || opt.Series[1].Variant != "second" {
+		t.Errorf("series %+v", opt.Series)
 	}
 	opt, done, err = options("run", "--series", filepath.Join(root, "patches", "ok"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done()
-	if len(opt.Several) != 0 || opt.Series == nil {
-		t.Errorf("--series did not replace the versions: several %+v", opt.Several)
+	if len(opt.Series) != 1 || opt.Series[0].Variant != variant.Patched {
+		t.Errorf("--series did not replace the versions: series %+v", opt.Series)
 	}
 	code, _, stderr := labIn(t, root, nil, "bisect", lab)
 	if code != 2 || !strings.Contains(stderr, "bisect follows one series, and lab corpus has 2 (versions:)") {
@@ -183,7 +184,7 @@ func TestLabFileVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	done()
-	if len(opt.Several) != 2 {
-		t.Errorf("lab build of a lab of several: several %+v", opt.Several)
+	if len(opt.Series) != 2 {
+		t.Errorf("lab build of a lab of several: series %+v", opt.Series)
 	}
 }

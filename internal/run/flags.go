@@ -63,24 +63,19 @@ func (f *Flags) Apply(opt *Options, root string) error {
 	return nil
 }
 
-// seriesFrom is where the run's series came from: the path given on the
-// command line ("" for standard input), or the lab's; every series' of a
-// run of several.
+// seriesFrom is where the run's series came from: each path given on the
+// command line ("" for standard input), or the lab's.
 func seriesFrom(opt *Options) []string {
-	if len(opt.Several) > 0 {
-		var out []string
-		for _, n := range opt.Several {
-			abs, _ := filepath.Abs(n.Series.Input)
-			out = append(out, abs)
-		}
-		return out
-	}
-	switch {
-	case opt.Series == nil:
+	if len(opt.Series) == 0 {
 		return []string{opt.Lab.SeriesPath()}
-	case opt.Series.Input == "-":
-		return []string{""}
 	}
-	abs, _ := filepath.Abs(opt.Series.Input)
-	return []string{abs}
+	var out []string
+	for _, n := range opt.Series {
+		abs, _ := filepath.Abs(n.Series.Input)
+		if n.Series.Input == "-" {
+			abs = ""
+		}
+		out = append(out, abs)
+	}
+	return out
 }

@@ -32,15 +32,20 @@ import (
 // shapes and benchmarks change no build, and a lab lab run --series made
 // is built from one lab (without a file) and booted from the lab.yaml its
 // run folder keeps (lab run RUN/lab.yaml --no-build).
-func manifestKey(lab *spec.Lab, archName string, several []NamedSeries) (string, error) {
+func manifestKey(lab *spec.Lab, archName string, named []NamedSeries) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "arch %s\nmode %s\ntools %s\n", archName, lab.Mode, strings.Join(lab.Tools, ","))
-	if len(several) > 0 {
-		// A run of several: every series, by the kernel it names.
-		for _, n := range several {
+	switch {
+	case len(named) == 1 && named[0].Variant == variant.Patched:
+		// One series: the line a run of one has always had, so that
+		// manifests an older lab built stay found.
+		fmt.Fprintf(h, "series %s\n", named[0].Series.Hash())
+	case len(named) > 0:
+		// Every series, by the kernel it names.
+		for _, n := range named {
 			fmt.Fprintf(h, "series %s %s\n", n.Variant, n.Series.Hash())
 		}
-	} else {
+	default:
 		ser, err := lab.OpenSeries()
 		if err != nil {
 			return "", err
@@ -80,9 +85,9 @@ func manifestPath(cache, key string) string { return filepath.Join(cache, "manif
 // entry of another variant is as good as it was, and a --no-build boot
 // job needs every kernel (a manifest cut down to the one variant a
 // concurrent --only run built made a shard boot half its pairs).
-func saveManifests(cache string, lab *spec.Lab, several []NamedSeries, art *Artifacts) error {
+func saveManifests(cache string, lab *spec.Lab, named []NamedSeries, art *Artifacts) error {
 	for _, a := range lab.Matrix.Arch {
-		key, err := manifestKey(lab, a, several)
+		key, err := manifestKey(lab, a, named)
 		if err != nil {
 			return err
 		}
@@ -147,12 +152,12 @@ var ErrNotBuilt = errors.New("not in the cache: run `lab build` with the same la
 // loadManifests gives the artifacts of the lab from the cache alone, and
 // checks every image against its recorded sha256 and that the kernels of
 // every variant in want are there.
-func loadManifests(cache string, lab *spec.Lab, several []NamedSeries, want []variant.Variant) (*Artifacts, error) {
+func loadManifests(cache string, lab *spec.Lab, named []NamedSeries, want []variant.Variant) (*Artifacts, error) {
 	art := &Artifacts{}
 	archs := append([]string(nil), lab.Matrix.Arch...)
 	sort.Strings(archs)
 	for _, a := range archs {
-		key, err := manifestKey(lab, a, several)
+		key, err := manifestKey(lab, a, named)
 		if err != nil {
 			return nil, err
 		}

@@ -86,7 +86,7 @@ func TestManifestOfSeveral(t *testing.T) {
 	cache := t.TempDir()
 	opt := severalOptions(t, "v1", "v2")
 	lab := opt.Lab
-	for i, n := range opt.Several {
+	for i, n := range opt.Series {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "0001-a.patch"), []byte(fmt.Sprintf("From: a <a@b>\nSubject: [PATCH] x: %d\n\n---\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b%d\n", i, i)), 0o644)
 		s, err := series.Open(dir, nil, "")
@@ -95,18 +95,18 @@ func TestManifestOfSeveral(t *testing.T) {
 		}
 		defer s.Close()
 		n.Series = s
-		opt.Several[i] = n
+		opt.Series[i] = n
 	}
 	kernel := func(v variant.Variant) results.Kernel { return results.Kernel{Arch: "x86_64", Variant: v} }
 	art := &Artifacts{Kernels: []results.Kernel{kernel(variant.Baseline), kernel("v1"), kernel("v2")},
 		Series: results.SeriesList{{Name: "s1", Variant: "v1"}, {Name: "s2", Variant: "v2"}}}
-	if err := saveManifests(cache, lab, opt.Several, art); err != nil {
+	if err := saveManifests(cache, lab, opt.Series, art); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadManifests(cache, lab, opt.Several[:1], variant.Kernels([]variant.Variant{"v1"})); !errors.Is(err, ErrNotBuilt) {
+	if _, err := loadManifests(cache, lab, opt.Series[:1], variant.Kernels([]variant.Variant{"v1"})); !errors.Is(err, ErrNotBuilt) {
 		t.Errorf("v1 alone found the manifest of v1 and v2: %v", err)
 	}
-	key, err := manifestKey(lab, "x86_64", opt.Several)
+	key, err := manifestKey(lab, "x86_64", opt.Series)
 	if err != nil {
 		t.Fatal(err)
 	}

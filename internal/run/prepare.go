@@ -99,10 +99,10 @@ func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, pr
 func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if r.opt.NoBuild {
 		want := r.opt.kernels()
-		if only, err := variant.Parse(string(r.opt.Only)); r.opt.Only != "" && err == nil {
-			want = []variant.Variant{only}
+		if r.opt.Only != "" {
+			want = []variant.Variant{r.opt.Only}
 		}
-		art, err := loadManifests(r.opt.CacheDir, r.lab, r.opt.Several, want)
+		art, err := loadManifests(r.opt.CacheDir, r.lab, r.opt.Series, want)
 		if err == nil {
 			r.logf("--no-build: %d kernels and %d initramfs images from %s", len(art.Kernels), len(art.Initramfs), r.opt.CacheDir)
 		}
@@ -112,7 +112,7 @@ func (realEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return art, saveManifests(r.opt.CacheDir, r.lab, r.opt.Several, art)
+	return art, saveManifests(r.opt.CacheDir, r.lab, r.opt.Series, art)
 }
 
 // build makes the source, the variants, the kernels and the initramfs.
@@ -237,12 +237,13 @@ type kernelOf struct {
 // nothing, a cold debug-info build for a bench-parity lab), or the
 // baseline and each of several series.
 func (r *Runner) kernelsToBuild(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
-	if len(r.opt.Several) > 0 {
-		return r.severalVariants(ctx, tree, art)
+	variants := r.pairVariants
+	if len(r.opt.Series) > 1 {
+		variants = r.severalVariants
 	}
-	kernels, err := r.pairVariants(ctx, tree, art)
-	if only, perr := variant.Parse(string(r.opt.Only)); err == nil && r.opt.Only != "" && perr == nil {
-		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != only })
+	kernels, err := variants(ctx, tree, art)
+	if err == nil && r.opt.Only != "" {
+		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != r.opt.Only })
 	}
 	return kernels, err
 }
@@ -265,7 +266,7 @@ func (r *Runner) pairVariants(ctx context.Context, tree *source.Tree, art *Artif
 // applied on it; each series is recorded with its variant.
 func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
 	var list []*series.Series
-	for _, n := range r.opt.Several {
+	for _, n := range r.opt.Series {
 		list = append(list, n.Series)
 		for _, note := range n.Series.Notes {
 			r.logf("series %s: %s", n.Variant, note)
@@ -281,7 +282,7 @@ func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Ar
 	}
 	r.logf("baseline: %s", res.Why)
 	out := []kernelOf{{variant: variant.Baseline, commit: res.Baseline, series: list[0]}}
-	for i, n := range r.opt.Several {
+	for i, n := range r.opt.Series {
 		rec := testbed.RecordSeries(n.Series, res.Each[i])
 		rec.ModeAsked, rec.Base, rec.Variant = r.lab.Mode, r.lab.BaseNote, n.Variant
 		art.Series = append(art.Series, rec)
@@ -330,11 +331,12 @@ func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts
 	return ser, res.Commits, nil
 }
 
-// series is the run's series: the one the caller opened (Options.Series),
-// or the lab's, opened here; done closes what this opened.
+// series is the run's one series: the one the caller opened
+// (Options.Series), or the lab's, opened here; done closes what this
+// opened.
 func (r *Runner) series() (ser *series.Series, done func(), err error) {
-	if r.opt.Series != nil {
-		return r.opt.Series, func() {}, nil
+	if len(r.opt.Series) > 0 {
+		return r.opt.Series[0].Series, func() {}, nil
 	}
 	if ser, err = r.lab.OpenSeries(); err != nil {
 		return nil, nil, err

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,14 +58,12 @@ type Options struct {
 	// Sandbox builds in a bubblewrap namespace: no network, the host
 	// read-only but for the build and ccache directories.
 	Sandbox bool
-	// Series is the run's series when the caller opened it (lab run
-	// --series reads it, from standard input too, before the run has a
-	// folder); nil: the run opens the lab's. The caller closes it.
-	Series *series.Series
-	// Several are the series of a run of several (lab run --series
-	// v1.mbx --series v2.mbx): the baseline and a kernel per series, named
-	// by its variant; Series is then nil. The caller closes them.
-	Several []NamedSeries
+	// Series are the run's series when the caller opened them (lab run
+	// --series reads them, from standard input too, before the run has a
+	// folder), each named by its kernel's variant: one (patched), or
+	// several against one baseline (lab run --series v1.mbx --series
+	// v2.mbx). None: the run opens the lab's. The caller closes them.
+	Series []NamedSeries
 	// SaveLab writes the lab into the run folder (lab.yaml, with
 	// LabHeader as its comment) and the series' patch files beside it
 	// (series/), for a lab that has no file of its own or a series that
@@ -75,18 +74,19 @@ type Options struct {
 	RepeatFlags []string
 }
 
-// NamedSeries is one series of a run of several and the variant (its
-// kernel's name: "v2", "srcu") it is measured as.
+// NamedSeries is one series of a run and the variant it is measured as:
+// its kernel's name ("patched" for the one series of a run, "v2", "srcu"
+// for each of several).
 type NamedSeries struct {
 	Variant variant.Variant
 	Series  *series.Series
 }
 
-// kernels are the run's variants in boot order: baseline and patched, or
-// the baseline and each series of a run of several.
+// kernels are the run's variants in boot order: the baseline and each
+// series' kernel (patched, when the run opens the lab's one series).
 func (o Options) kernels() []variant.Variant {
 	var names []variant.Variant
-	for _, n := range o.Several {
+	for _, n := range o.Series {
 		names = append(names, n.Variant)
 	}
 	return variant.Kernels(names)
@@ -144,17 +144,11 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 	r.rep = progress.New(opt.Out, r.start)
 	defer r.rep.Stop()
 	variants := opt.kernels()
-	if len(opt.Several) > 0 {
-		if err := checkSeveral(opt); err != nil {
-			return nil, "", err
-		}
+	if err := checkSeries(opt); err != nil {
+		return nil, "", err
 	}
-	if opt.Only != "" && len(opt.Several) == 0 {
-		v, err := variant.Parse(string(opt.Only))
-		if err != nil {
-			return nil, "", fmt.Errorf("--only: %w", err)
-		}
-		variants = []variant.Variant{v}
+	if opt.Only != "" {
+		variants = []variant.Variant{opt.Only}
 	}
 	// Everything that can fail without building or booting fails here,
 	// before the run has a folder.
@@ -257,17 +251,17 @@ func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shar
 func (r *Runner) saveLab() error {
 	f := r.folder()
 	saved := *r.lab
-	if len(r.opt.Several) > 0 {
+	if len(r.opt.Series) > 1 {
 		// A run of several: each series beside lab.yaml (series-v2),
 		// named in its versions:.
 		saved.Series, saved.Versions = "", nil
-		for _, n := range r.opt.Several {
+		for _, n := range r.opt.Series {
 			if _, err := series.Open(n.Series.Dir, nil, f.SeriesOf(string(n.Variant))); err != nil {
 				return fmt.Errorf("keep series %s in the run folder: %w", n.Variant, err)
 			}
 			saved.Versions = append(saved.Versions, spec.Version{Name: string(n.Variant), Series: runfolder.SeriesRefOf(string(n.Variant))})
 		}
-		return r.writeLab(saved, fmt.Sprintf("%d series: %s", len(r.opt.Several), f.SeriesOf("*")))
+		return r.writeLab(saved, fmt.Sprintf("%d series: %s", len(r.opt.Series), f.SeriesOf("*")))
 	}
 	ser, done, err := r.series()
 	if err != nil {
@@ -303,11 +297,11 @@ func (r *Runner) writeLab(saved spec.Lab, series string) error {
 	return nil
 }
 
-// checkSeveral refuses what a run of several series cannot do: names that
-// are not distinct variant names, and the options made for one series.
-func checkSeveral(opt Options) error {
+// checkSeries refuses series names that are not distinct variant names,
+// and an --only that names no kernel of the run.
+func checkSeries(opt Options) error {
 	seen := map[variant.Variant]bool{}
-	for _, n := range opt.Several {
+	for _, n := range opt.Series {
 		if _, err := variant.Name(string(n.Variant)); err != nil {
 			return fmt.Errorf("series %s: %w", n.Series.Name, err)
 		}
@@ -316,13 +310,12 @@ func checkSeveral(opt Options) error {
 		}
 		seen[n.Variant] = true
 	}
-	switch {
-	case len(opt.Several) < 2:
-		return fmt.Errorf("a run of several series needs two or more, got %d", len(opt.Several))
-	case opt.Series != nil:
-		return fmt.Errorf("a run of several series has no single series")
-	case opt.Only != "":
-		return fmt.Errorf("--only: a run of several series boots every kernel")
+	if len(opt.Series) == 1 && opt.Series[0].Variant != variant.Patched {
+		// (The report names the kernel of a run of one series patched.)
+		return fmt.Errorf("series %s: the one series of a run is its patched kernel, not %s", opt.Series[0].Series.Name, opt.Series[0].Variant)
+	}
+	if kernels := opt.kernels(); opt.Only != "" && !slices.Contains(kernels, opt.Only) {
+		return fmt.Errorf("--only %s: this run's kernels are %s", opt.Only, variantWords(kernels))
 	}
 	return nil
 }
@@ -336,13 +329,7 @@ func (r *Runner) checkImages() error {
 	if r.opt.Only != "" {
 		return nil
 	}
-	var comparisons []variant.Comparison
-	if len(r.opt.Several) == 0 {
-		comparisons = []variant.Comparison{{Patched: variant.Patched, Against: variant.Baseline}}
-	} else {
-		comparisons = variant.Comparisons(r.opt.kernels()[1:])
-	}
-	same, all := r.run.SameImages(comparisons)
+	same, all := r.run.SameImages(variant.Comparisons(r.opt.kernels()[1:]))
 	for _, s := range same {
 		r.logf("no code change: %s", s)
 		r.run.Notes = append(r.run.Notes, "no code change: "+s)

@@ -45,7 +45,7 @@ func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 		}
 		art.Initramfs = append(art.Initramfs, results.Initramfs{Arch: a, Path: "/fake/initrd-" + a})
 	}
-	for _, n := range r.opt.Several {
+	for _, n := range r.opt.Series {
 		art.Series = append(art.Series, results.Series{Name: n.Series.Name, Variant: n.Variant, Mode: "apply"})
 	}
 	return art, nil
@@ -210,7 +210,7 @@ func TestRunSameImage(t *testing.T) {
 			tc.opt(&opt)
 			opt.Out = &out
 			env := &fakeEnv{images: one}
-			if len(opt.Several) > 0 {
+			if len(opt.Series) > 0 {
 				env.images = map[variant.Variant]string{variant.Baseline: "aa11", "v1": "aa11", "v1b": "aa11", "v2": "bb22"}
 			}
 			res, _, err := runImpl(context.Background(), opt, tcgHost(), env)

@@ -78,7 +78,7 @@ func TestRunKeepsItsLabAndSeries(t *testing.T) {
 	lab.Matrix.Benchmarks = []string{"uprobe-nop"}
 	var out bytes.Buffer
 	opt := Options{Lab: lab, ResultsDir: t.TempDir(), Out: &out, Command: []string{"lab", "run", "--series", "-", "--cache", "/c"}, Parallel: 1,
-		Series: s, SaveLab: true, LabHeader: "made by a test", RepeatFlags: []string{"--cache", "/c"}}
+		Series: []NamedSeries{{Variant: variant.Patched, Series: s}}, SaveLab: true, LabHeader: "made by a test", RepeatFlags: []string{"--cache", "/c"}}
 	res, dir, err := runImpl(context.Background(), opt, tcgHost(), &fakeEnv{})
 	t.Logf("%s", out.String())
 	if err != nil {
@@ -174,7 +174,7 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 			}
 			defer tree.Close()
 			var out bytes.Buffer
-			r := &Runner{opt: Options{Series: s}, lab: lab, rep: progress.New(&out, time.Now())}
+			r := &Runner{opt: Options{Series: []NamedSeries{{Variant: variant.Patched, Series: s}}}, lab: lab, rep: progress.New(&out, time.Now())}
 			art := &Artifacts{}
 			_, commits, err := r.variants(ctx, tree, art)
 			r.rep.Stop()
@@ -229,7 +229,10 @@ func TestSandboxAutoForASeries(t *testing.T) {
 		{&series.Series{Input: "-"}, "", true},
 	} {
 		var f Flags
-		opt := Options{Lab: &spec.Lab{Root: root, Series: tc.lab}, Series: tc.series}
+		opt := Options{Lab: &spec.Lab{Root: root, Series: tc.lab}}
+		if tc.series != nil {
+			opt.Series = []NamedSeries{{Variant: variant.Patched, Series: tc.series}}
+		}
 		if err := f.Apply(&opt, root); err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func severalOutcome(c vm.Config) *vm.Outcome {
 func severalOptions(t *testing.T, names ...variant.Variant) Options {
 	opt := Options{Lab: fakeLab(3, 1), ResultsDir: t.TempDir(), Out: &bytes.Buffer{}, Command: []string{"lab", "run"}, Parallel: 1}
 	for _, n := range names {
-		opt.Several = append(opt.Several, NamedSeries{Variant: n, Series: &series.Series{Name: "series-" + string(n)}})
+		opt.Series = append(opt.Series, NamedSeries{Variant: n, Series: &series.Series{Name: "series-" + string(n)}})
 	}
 	return opt
 }
@@ -87,11 +87,11 @@ func TestRunSeveralRefuses(t *testing.T) {
 		edit func(o *Options)
 		want string
 	}{
-		{"one series", func(o *Options) { o.Several = o.Several[:1] }, "needs two or more, got 1"},
-		{"a name twice", func(o *Options) { o.Several[1].Variant = "v1" }, "two series are named v1"},
-		{"named baseline", func(o *Options) { o.Several[0].Variant = "baseline" }, `series series-v1: variant name "baseline"`},
-		{"a path as a name", func(o *Options) { o.Several[0].Variant = "../x" }, "letters, digits"},
-		{"--only", func(o *Options) { o.Only = variant.Patched }, "--only: a run of several series boots every kernel"},
+		{"one series, not patched", func(o *Options) { o.Series = o.Series[:1] }, "series series-v1: the one series of a run is its patched kernel, not v1"},
+		{"a name twice", func(o *Options) { o.Series[1].Variant = "v1" }, "two series are named v1"},
+		{"named baseline", func(o *Options) { o.Series[0].Variant = "baseline" }, `series series-v1: variant name "baseline"`},
+		{"a path as a name", func(o *Options) { o.Series[0].Variant = "../x" }, "letters, digits"},
+		{"--only a kernel it lacks", func(o *Options) { o.Only = variant.Patched }, "--only patched: this run's kernels are baseline, v1, v2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := severalOptions(t, "v1", "v2")
@@ -156,7 +156,7 @@ func TestRunSeveralKeepsItsLabAndSeries(t *testing.T) {
 	lab.Matrix.Benchmarks = []string{"uprobe-nop"}
 	var out bytes.Buffer
 	opt := Options{Lab: lab, ResultsDir: t.TempDir(), Out: &out, Command: []string{"lab", "run"}, Parallel: 1,
-		Several: []NamedSeries{{"v1", s}, {"v2", s}}, SaveLab: true, LabHeader: "made by a test"}
+		Series: []NamedSeries{{"v1", s}, {"v2", s}}, SaveLab: true, LabHeader: "made by a test"}
 	res, dir, err := runImpl(context.Background(), opt, tcgHost(), &fakeEnv{})
 	t.Logf("%s", out.String())
 	if err != nil {
@@ -202,7 +202,7 @@ func TestSandboxAutoForSeveral(t *testing.T) {
 		var f Flags
 		opt := Options{Lab: &spec.Lab{Root: root, Series: "x"}}
 		for i, s := range tc.several {
-			opt.Several = append(opt.Several, NamedSeries{Variant: variant.Variant(fmt.Sprintf("v%d", i+1)), Series: s})
+			opt.Series = append(opt.Series, NamedSeries{Variant: variant.Variant(fmt.Sprintf("v%d", i+1)), Series: s})
 		}
 		if err := f.Apply(&opt, root); err != nil {
 			t.Fatal(err)
