@@ -28,7 +28,9 @@ func FromRun(r *results.Run) (*Run, error) {
 		Lab: r.Lab, RunID: r.RunID, Kind: kind, LabVersion: r.LabVersion, Command: r.Command, Started: r.Started,
 		Source: Source{Desc: r.Source.Desc, ID: r.Source.ID, TarballSHA256: tarballSHA256(r.Source),
 			Commit: r.Source.Commit, KernelVersion: r.Source.Version},
-		Series: Series{Name: r.First().Name, Mode: r.First().Mode, SHA256: r.First().Hash},
+	}
+	for _, s := range r.Series {
+		h.Series = append(h.Series, Series{Variant: string(s.Variant), Name: s.Name, Mode: s.Mode, SHA256: s.Hash})
 	}
 	for _, b := range r.Boots {
 		commit, kernel, seq := r.Commit(b.Variant), kernelOf(r, b), 0

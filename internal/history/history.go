@@ -55,8 +55,10 @@ type Run struct {
 	Command    []string
 	Started    time.Time
 	Source     Source
-	Series     Series
-	Boots      []Boot
+	// Series are the run's series, each with its kernel's variant: one
+	// (patched), several (v1, v2) against one baseline, or none.
+	Series []Series
+	Boots  []Boot
 	// Culprits are what a bisect over a git range found, written with its
 	// boots (FromRun makes them from a bisect's record).
 	Culprits []Culprit
@@ -71,11 +73,21 @@ type Source struct {
 	KernelVersion string
 }
 
-// Series is the patch series under test.
+// Series is a patch series under test, and the kernel it made.
 type Series struct {
-	Name   string
-	Mode   string
-	SHA256 string
+	Variant string
+	Name    string
+	Mode    string
+	SHA256  string
+}
+
+// first is the run's first series (its one, mostly): the runs table keeps
+// it, as it did before the history kept every kernel's.
+func (r *Run) first() Series {
+	if len(r.Series) == 0 {
+		return Series{}
+	}
+	return r.Series[0]
 }
 
 // Boot is one boot and every figure it measured.
@@ -219,7 +231,7 @@ type Point struct {
 	ImageSHA256      string
 	SourceID         string
 	KernelVersion    string
-	SeriesSHA256     string
+	SeriesSHA256     string // the series of the boot's kernel; the run's first for a baseline boot
 	HostName         string
 	Value            float64
 }

@@ -84,10 +84,20 @@ var migrations = []migration{
 	// The agent's measuring method: figures of two methods are not one
 	// line. Boots from before it was recorded keep "".
 	{"boots' measuring method", []string{`ALTER TABLE boots ADD COLUMN method TEXT NOT NULL DEFAULT ''`}},
+	// Every kernel's series (a run of several has one per kernel beside
+	// the baseline); runs keeps its first, as before. Runs stored before
+	// have none here: their boots' series is the run's.
+	{"each kernel's series", []string{`CREATE TABLE run_series (
+		run BIGINT NOT NULL REFERENCES runs (id),
+		variant TEXT NOT NULL,
+		name TEXT NOT NULL,
+		mode TEXT NOT NULL,
+		sha256 TEXT NOT NULL,
+		PRIMARY KEY (run, variant))`}},
 }
 
 // labTables are the tables the migrations make, besides schema_version.
-var labTables = []string{"runs", "boots", "figures", "commits", "culprits"}
+var labTables = []string{"runs", "boots", "figures", "commits", "culprits", "run_series"}
 
 // dialect is what differs between the two databases.
 type dialect struct {

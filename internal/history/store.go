@@ -205,12 +205,18 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`),
 		r.Lab, r.RunID, r.Kind, r.LabVersion, string(cmd), r.Started.UTC().Format(timeLayout),
 		r.Source.Desc, r.Source.ID, r.Source.TarballSHA256, r.Source.Commit, r.Source.KernelVersion,
-		r.Series.Name, r.Series.Mode, r.Series.SHA256).Scan(&run)
+		r.first().Name, r.first().Mode, r.first().SHA256).Scan(&run)
 	if errors.Is(err, sql.ErrNoRows) {
 		run, err = sameRun(ctx, tx, q, r)
 	}
 	if err != nil {
 		return 0, err
+	}
+	for _, ser := range r.Series {
+		if _, err := tx.ExecContext(ctx, q(`INSERT INTO run_series (run, variant, name, mode, sha256) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`), run, ser.Variant, ser.Name, ser.Mode, ser.SHA256); err != nil {
+			return 0, fmt.Errorf("series %s: %w", ser.Variant, err)
+		}
 	}
 	insBoot, err := tx.PrepareContext(ctx, q(`INSERT INTO boots (run, boot_index, digest, variant, commit_id,
 		kernel_key, image_sha256, arch, cpus, topology, clock, accel,
@@ -275,7 +281,7 @@ func sameRun(ctx context.Context, tx *sql.Tx, q func(string) string, r *Run) (in
 	}
 	var differ []string
 	for _, d := range []struct{ what, old, new string }{
-		{"kind", kind, r.Kind}, {"source", source, r.Source.ID}, {"base commit", commit, r.Source.Commit}, {"series sha256", series, r.Series.SHA256},
+		{"kind", kind, r.Kind}, {"source", source, r.Source.ID}, {"base commit", commit, r.Source.Commit}, {"series sha256", series, r.first().SHA256},
 	} {
 		if d.old != d.new {
 			differ = append(differ, fmt.Sprintf("%s %q, now %q", d.what, d.old, d.new))
@@ -337,9 +343,10 @@ func (s *Store) Points(ctx context.Context, k LineKey) ([]Point, error) {
 		return nil, fmt.Errorf("history: series %s: %w", k, err)
 	}
 	stmt := `SELECT r.lab, r.run_id, r.kind, r.lab_version, r.started, b.boot_index, b.variant, b.commit_id, c.seq,
-		b.kernel_key, b.image_sha256, r.source_id, r.kernel_version, r.series_sha256, b.host_name, f.value
+		b.kernel_key, b.image_sha256, r.source_id, r.kernel_version, COALESCE(s.sha256, r.series_sha256), b.host_name, f.value
 		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
 		LEFT JOIN commits c ON c.commit_id = b.commit_id
+		LEFT JOIN run_series s ON s.run = r.id AND s.variant = b.variant
 		WHERE b.failure = '' AND r.lab = ? AND b.variant = ? AND f.benchmark = ? AND f.tool = ? AND f.producers = ?
 		AND f.metric = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ? AND b.clock = ? AND b.accel = ? AND b.host_class = ? AND b.method = ?`
 	rows, err := s.db.QueryContext(ctx, s.d.q(stmt), k.Lab, k.Variant, k.Benchmark, k.Tool, k.Producers,

@@ -106,7 +106,7 @@ func fakeRun(lab, id string, boots int) *Run {
 		Lab: lab, RunID: id, Kind: KindRun, LabVersion: "abc1234", Command: []string{"lab", "run", "labs/" + lab + ".yaml"},
 		Started: t0,
 		Source:  Source{Desc: "Debian linux-source-6.12", ID: "tarball-585a4a074597", TarballSHA256: strings.Repeat("5", 64), Commit: "base", KernelVersion: "6.12.117"},
-		Series:  Series{Name: lab, Mode: "revert", SHA256: strings.Repeat("a", 64)},
+		Series:  []Series{{Variant: "patched", Name: lab, Mode: "revert", SHA256: strings.Repeat("a", 64)}},
 	}
 	for i := 1; i <= boots; i++ {
 		r.Boots = append(r.Boots, fakeBoot(i))
@@ -224,6 +224,29 @@ var storeCases = []struct {
 	name string
 	run  func(t *testing.T, d driver)
 }{
+	{"a run of several keeps each kernel's series", func(t *testing.T, d driver) {
+		s := mustOpen(t, d.new(t))
+		r := fakeRun("lab", "r1", 6)
+		r.Series = []Series{{Variant: "v1", Name: "s", Mode: "apply", SHA256: "sha-v1"}, {Variant: "v2", Name: "s", Mode: "apply", SHA256: "sha-v2"}}
+		for i := range r.Boots {
+			if r.Boots[i].Variant == "patched" {
+				r.Boots[i].Variant = []string{"v1", "v2"}[i/2%2]
+			}
+		}
+		mustAdd(t, s, r, 6)
+		for v, want := range map[string]string{"v1": "sha-v1", "v2": "sha-v2", "baseline": "sha-v1"} {
+			pts, err := s.Points(context.Background(), key(v, "uprobe-nop", "", 1, MetricRate))
+			if err != nil || len(pts) == 0 {
+				t.Fatalf("%s: %d points, %v", v, len(pts), err)
+			}
+			for _, p := range pts {
+				if p.SeriesSHA256 != want {
+					t.Errorf("boot %d of %s: series sha256 %q, want %q (its kernel's; the first series' for the baseline)", p.Boot, v, p.SeriesSHA256, want)
+				}
+			}
+		}
+		mustAdd(t, s, r, 0) // the same run again: nothing new, its series kept once
+	}},
 	{"a run's boots read back as series", func(t *testing.T, d driver) {
 		s := mustOpen(t, d.new(t))
 		r := fakeRun("lab", "r1", 4)
@@ -304,7 +327,7 @@ var storeCases = []struct {
 			func(r *Run) { r.Kind = KindBisect },
 			func(r *Run) { r.Source.ID = "git-0123" },
 			func(r *Run) { r.Source.Commit = "other" },
-			func(r *Run) { r.Series.SHA256 = "b" },
+			func(r *Run) { r.Series[0].SHA256 = "b" },
 		} {
 			r := fakeRun("lab", "r1", 3)
 			change(r)
