@@ -212,11 +212,8 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, ser := range r.Series {
-		if _, err := tx.ExecContext(ctx, q(`INSERT INTO run_series (run, variant, name, mode, sha256) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING`), run, ser.Variant, ser.Name, ser.Mode, ser.SHA256); err != nil {
-			return 0, fmt.Errorf("series %s: %w", ser.Variant, err)
-		}
+	if err := addSeries(ctx, tx, q, run, r.Series); err != nil {
+		return 0, err
 	}
 	insBoot, err := tx.PrepareContext(ctx, q(`INSERT INTO boots (run, boot_index, digest, variant, commit_id,
 		kernel_key, image_sha256, arch, cpus, topology, clock, accel,
@@ -267,6 +264,18 @@ func (s *Store) add(ctx context.Context, r *Run) (int, error) {
 		}
 	}
 	return added, tx.Commit()
+}
+
+// addSeries stores each series of run by its kernel's variant (once: a
+// run added again has them).
+func addSeries(ctx context.Context, tx *sql.Tx, q func(string) string, run int64, list []Series) error {
+	for _, ser := range list {
+		if _, err := tx.ExecContext(ctx, q(`INSERT INTO run_series (run, variant, name, mode, sha256) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`), run, ser.Variant, ser.Name, ser.Mode, ser.SHA256); err != nil {
+			return fmt.Errorf("series %s: %w", ser.Variant, err)
+		}
+	}
+	return nil
 }
 
 // sameRun finds a stored run with r's lab and id, refusing it when it is

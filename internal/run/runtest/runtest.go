@@ -96,17 +96,10 @@ func With(t testing.TB, opt run.Options) (*results.Run, string, string) {
 	return res, dir, out.String()
 }
 
-// CheckRun checks a run of SmallLab (with a warm-up): both variants
-// built, booted and measured, with the provenance a record must carry.
-func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
+// checkSourceAndSeries checks the provenance of a run of SmallLab: the
+// source Debian ships today and the one series, reverted.
+func checkSourceAndSeries(t testing.TB, saved *results.Run) {
 	t.Helper()
-	if !res.Complete {
-		t.Error("run not marked complete")
-	}
-	saved, err := results.Load(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The point release is whatever Debian ships today: read it from the
 	// installed package, never pin it.
 	if want := testenv.DebianKernelVersion(t, spec.DefaultPackage); saved.Source.Version != want || !strings.Contains(saved.Source.Desc, "linux-source-6.12") {
@@ -119,6 +112,20 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 	if ser.Variants.Baseline == ser.Variants.Patched {
 		t.Error("baseline and patched are the same commit")
 	}
+}
+
+// CheckRun checks a run of SmallLab (with a warm-up): both variants
+// built, booted and measured, with the provenance a record must carry.
+func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
+	t.Helper()
+	if !res.Complete {
+		t.Error("run not marked complete")
+	}
+	saved, err := results.Load(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSourceAndSeries(t, saved)
 	if saved.Host.CPUs == 0 || saved.Host.CPUModel == "" || saved.LabVersion == "" {
 		t.Errorf("host provenance: %+v, lab %q", saved.Host, saved.LabVersion)
 	}
