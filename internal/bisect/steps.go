@@ -10,6 +10,7 @@ import (
 	"lab/internal/kbuild"
 	"lab/internal/results"
 	"lab/internal/runfolder"
+	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/variant"
@@ -22,10 +23,11 @@ func (b *bisector) seriesSteps(ctx context.Context) error {
 		return err
 	}
 	defer ser.Close()
-	res, err := b.tree.ResolveSeries(ctx, ser, b.lab.Mode) // mode auto: the mode the series goes on in
+	resolved, err := b.tree.ResolveSeries(ctx, []*series.Series{ser}, b.lab.Mode) // mode auto: the mode the series goes on in
 	if err != nil {
 		return err
 	}
+	res := resolved.Each[0]
 	commits, mode := res.Commits, res.Mode
 	bisected := results.Series{Name: ser.Name, Mode: mode, Hash: ser.Hash(), Variants: commits, ModeAsked: b.lab.Mode, ModeReason: res.Why, Variant: variant.Patched}
 	for _, p := range ser.Patches {

@@ -232,64 +232,82 @@ type kernelOf struct {
 	series  *series.Series
 }
 
-// kernelsToBuild are the kernels the run boots: the pair of one series
-// (or the one variant --only boots: the other's kernel would be built for
-// nothing, a cold debug-info build for a bench-parity lab), or the
-// baseline and each of several series.
+// kernelsToBuild are the kernels the run boots: the baseline and each
+// series' (or the one variant --only boots: the other's kernel would be
+// built for nothing, a cold debug-info build for a bench-parity lab).
 func (r *Runner) kernelsToBuild(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
-	variants := r.pairVariants
-	if len(r.opt.Series) > 1 {
-		variants = r.severalVariants
-	}
-	kernels, err := variants(ctx, tree, art)
+	kernels, err := r.seriesKernels(ctx, tree, art)
 	if err == nil && r.opt.Only != "" {
 		kernels = slices.DeleteFunc(kernels, func(k kernelOf) bool { return k.variant != r.opt.Only })
 	}
 	return kernels, err
 }
 
-// pairVariants are the kernels of a run of one series: baseline, patched.
-func (r *Runner) pairVariants(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
-	ser, commits, err := r.variants(ctx, tree, art)
+// seriesKernels are the baseline's kernel and each series' on it, as
+// source.ResolveSeries chooses them in the lab's mode (for mode auto, the
+// one the series goes on in); each series is recorded with its variant.
+func (r *Runner) seriesKernels(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
+	named, done, err := r.series()
 	if err != nil {
 		return nil, err
 	}
-	var out []kernelOf
-	for _, v := range variant.Both {
-		out = append(out, kernelOf{variant: v, commit: commits.Get(v), series: ser})
-	}
-	return out, nil
-}
-
-// severalVariants are the kernels of a run of several series: the
-// baseline (source.ResolveSeveral says which and why) and each series
-// applied on it; each series is recorded with its variant.
-func (r *Runner) severalVariants(ctx context.Context, tree *source.Tree, art *Artifacts) ([]kernelOf, error) {
+	defer done()
 	var list []*series.Series
-	for _, n := range r.opt.Series {
+	for _, n := range named {
 		list = append(list, n.Series)
 		for _, note := range n.Series.Notes {
 			r.logf("series %s: %s", n.Variant, note)
 		}
 	}
-	var res source.Several
-	err := r.step(fmt.Sprintf("patch: %d series, %s (mode %s)", len(list), variantWords(r.opt.kernels()[1:]), r.lab.Mode), func() (err error) {
-		res, err = tree.ResolveSeveral(ctx, list, r.lab.Mode)
+	if r.lab.BaseNote != "" {
+		r.logf("base: %s", r.lab.BaseNote)
+	}
+	var res source.Resolved
+	err = r.step("patch: "+patchWords(named, r.lab.Mode), func() (err error) {
+		res, err = tree.ResolveSeries(ctx, list, r.lab.Mode)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.logf("baseline: %s", res.Why)
+	for _, line := range baselineWords(named, res) {
+		r.logf("%s", line)
+	}
 	out := []kernelOf{{variant: variant.Baseline, commit: res.Baseline, series: list[0]}}
-	for i, n := range r.opt.Series {
+	for i, n := range named {
 		rec := testbed.RecordSeries(n.Series, res.Each[i])
 		rec.ModeAsked, rec.Base, rec.Variant = r.lab.Mode, r.lab.BaseNote, n.Variant
 		art.Series = append(art.Series, rec)
 		out = append(out, kernelOf{variant: n.Variant, commit: res.Each[i].Commits.Patched, series: n.Series})
-		r.logf("%s: %s (%d patches) on the baseline", n.Variant, n.Series.Name, len(n.Series.Patches))
 	}
 	return out, nil
+}
+
+// patchWords names the patch step: "revert series uprobe-srcu (1
+// patches)", or "2 series, v1, v2 (mode auto)".
+func patchWords(named []NamedSeries, mode string) string {
+	if len(named) == 1 {
+		s := named[0].Series
+		return fmt.Sprintf("%s series %s (%d patches)", mode, s.Name, len(s.Patches))
+	}
+	var vs []variant.Variant
+	for _, n := range named {
+		vs = append(vs, n.Variant)
+	}
+	return fmt.Sprintf("%d series, %s (mode %s)", len(named), variantWords(vs), mode)
+}
+
+// baselineWords say how the baseline was chosen: the mode of one series,
+// or the baseline of several and each series on it.
+func baselineWords(named []NamedSeries, res source.Resolved) []string {
+	if len(named) == 1 {
+		return []string{"mode " + res.Why}
+	}
+	lines := []string{"baseline: " + res.Why}
+	for _, n := range named {
+		lines = append(lines, fmt.Sprintf("%s: %s (%d patches) on the baseline", n.Variant, n.Series.Name, len(n.Series.Patches)))
+	}
+	return lines
 }
 
 func variantWords(vs []variant.Variant) string {
@@ -300,48 +318,18 @@ func variantWords(vs []variant.Variant) string {
 	return strings.Join(out, ", ")
 }
 
-// variants makes the two variants' commits of the run's series (see
-// Runner.series), in the lab's mode or, for mode auto, the one the series
-// goes on in, and records the series and why that mode.
-func (r *Runner) variants(ctx context.Context, tree *source.Tree, art *Artifacts) (*series.Series, variant.Pair[string], error) {
-	lab := r.lab
-	ser, done, err := r.series()
-	if err != nil {
-		return nil, variant.Pair[string]{}, err
-	}
-	defer done()
-	for _, n := range ser.Notes {
-		r.logf("series: %s", n)
-	}
-	if lab.BaseNote != "" {
-		r.logf("base: %s", lab.BaseNote)
-	}
-	var res source.Resolution
-	err = r.step(fmt.Sprintf("patch: %s series %s (%d patches)", lab.Mode, ser.Name, len(ser.Patches)), func() (err error) {
-		res, err = tree.ResolveSeries(ctx, ser, lab.Mode)
-		return err
-	})
-	if err != nil {
-		return nil, res.Commits, err
-	}
-	r.logf("mode %s", res.Why)
-	rec := testbed.RecordSeries(ser, res)
-	rec.ModeAsked, rec.Base, rec.Variant = lab.Mode, lab.BaseNote, variant.Patched
-	art.Series = []results.Series{rec}
-	return ser, res.Commits, nil
-}
-
-// series is the run's one series: the one the caller opened
-// (Options.Series), or the lab's, opened here; done closes what this
-// opened.
-func (r *Runner) series() (ser *series.Series, done func(), err error) {
+// series are the run's series: the ones the caller opened
+// (Options.Series), or the lab's, opened here as its patched kernel; done
+// closes what this opened.
+func (r *Runner) series() (named []NamedSeries, done func(), err error) {
 	if len(r.opt.Series) > 0 {
-		return r.opt.Series[0].Series, func() {}, nil
+		return r.opt.Series, func() {}, nil
 	}
-	if ser, err = r.lab.OpenSeries(); err != nil {
+	ser, err := r.lab.OpenSeries()
+	if err != nil {
 		return nil, nil, err
 	}
-	return ser, func() { ser.Close() }, nil
+	return []NamedSeries{{Variant: variant.Patched, Series: ser}}, func() { ser.Close() }, nil
 }
 
 // initramfs builds (or finds) the image for a, with the guest tools' files.

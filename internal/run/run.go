@@ -263,12 +263,12 @@ func (r *Runner) saveLab() error {
 		}
 		return r.writeLab(saved, fmt.Sprintf("%d series: %s", len(r.opt.Series), f.SeriesOf("*")))
 	}
-	ser, done, err := r.series()
+	named, done, err := r.series()
 	if err != nil {
 		return err
 	}
 	defer done()
-	if _, err := series.Open(ser.Dir, nil, f.Series()); err != nil {
+	if _, err := series.Open(named[0].Series.Dir, nil, f.Series()); err != nil {
 		return fmt.Errorf("keep the series in the run folder: %w", err)
 	}
 	saved.Series = runfolder.SeriesRef

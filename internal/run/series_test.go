@@ -176,11 +176,15 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 			var out bytes.Buffer
 			r := &Runner{opt: Options{Series: []NamedSeries{{Variant: variant.Patched, Series: s}}}, lab: lab, rep: progress.New(&out, time.Now())}
 			art := &Artifacts{}
-			_, commits, err := r.variants(ctx, tree, art)
+			kernels, err := r.seriesKernels(ctx, tree, art)
 			r.rep.Stop()
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(kernels) != 2 || kernels[0].variant != variant.Baseline || kernels[1].variant != variant.Patched {
+				t.Fatalf("kernels %+v", kernels)
+			}
+			commits := variant.Pair[string]{Baseline: kernels[0].commit, Patched: kernels[1].commit}
 			if len(art.Series) != 1 || art.Series[0].Variant != variant.Patched {
 				t.Fatalf("series recorded: %+v", art.Series)
 			}

@@ -81,7 +81,14 @@ func TestResolveSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tree.Close()
-			res, err := tree.ResolveSeries(ctx, tc.ser, tc.mode)
+			resolved, err := tree.ResolveSeries(ctx, []*series.Series{tc.ser}, tc.mode)
+			var res Resolution
+			if err == nil {
+				if len(resolved.Each) != 1 || resolved.Why != resolved.Each[0].Why || resolved.Baseline != resolved.Each[0].Commits.Baseline {
+					t.Fatalf("one series resolved as %+v", resolved)
+				}
+				res = resolved.Each[0]
+			}
 			if tc.want == "" {
 				if head, _ := tree.git.Output(ctx, "rev-parse", "HEAD"); head != tree.BaseHash {
 					t.Errorf("tree left at %s after a failure, want the base %s", head, tree.BaseHash)
@@ -120,8 +127,8 @@ func TestResolveSeries(t *testing.T) {
 				t.Errorf("%s: commits %+v, base %s", res.Mode, c, tree.BaseHash)
 			}
 			// Once more: the same commits, from lab's refs.
-			again, err := tree.ResolveSeries(ctx, tc.ser, tc.mode)
-			if err != nil || again != res {
+			again, err := tree.ResolveSeries(ctx, []*series.Series{tc.ser}, tc.mode)
+			if err != nil || len(again.Each) != 1 || again.Each[0] != res {
 				t.Errorf("again: %+v, %v; want %+v", again, err, res)
 			}
 		})

@@ -426,43 +426,6 @@ type Resolution struct {
 // ModeAuto asks ResolveSeries to find the mode (spec.ModeAuto).
 const ModeAuto = "auto"
 
-// ResolveSeries makes the variants of s on the tree (see Variants) in
-// mode: apply or revert as asked, or, for ModeAuto, the one in which the
-// series goes on. Auto tries the series both ways from the base: a series
-// the source already carries (Debian's 6.12 carries the three seed
-// series) applies only in reverse, one it lacks only forward. One that
-// applies neither way is a *NeitherWayError naming the patch, file and
-// hunk of each attempt; one that applies both ways (the lines it changes
-// are there before and after it) is an error asking for the mode. It is a
-// function of the tree and the series alone, so that a run can resolve
-// several series on one tree.
-func (t *Tree) ResolveSeries(ctx context.Context, s *series.Series, mode string) (Resolution, error) {
-	if mode != ModeAuto {
-		pair, err := t.Variants(ctx, s, mode)
-		return Resolution{Commits: pair, Mode: mode, Why: fmt.Sprintf("%s: the lab's mode", mode)}, err
-	}
-	fwd, ferr := t.Variants(ctx, s, series.ModeApply)
-	rev, rerr := t.Variants(ctx, s, series.ModeRevert)
-	n := fmt.Sprintf("%d patches", len(s.Patches))
-	if len(s.Patches) == 1 {
-		n = "1 patch"
-	}
-	switch {
-	case ferr == nil && rerr == nil:
-		if err := t.Checkout(ctx, t.BaseHash); err != nil {
-			return Resolution{}, err
-		}
-		return Resolution{}, fmt.Errorf("series %s applies both forward and in reverse on %s: the lines it changes are there before and after it; say which with mode: apply (the source lacks it) or mode: revert (the source has it)", s.Name, t.Desc)
-	case ferr == nil:
-		return Resolution{Commits: fwd, Mode: series.ModeApply,
-			Why: fmt.Sprintf("apply: every patch applies forward (%s): the source does not carry this series yet (in reverse, %s)", n, summary(rerr))}, nil
-	case rerr == nil:
-		return Resolution{Commits: rev, Mode: series.ModeRevert,
-			Why: fmt.Sprintf("revert: every patch applies in reverse (%s): the source already carries this series (forward, %s)", n, summary(ferr))}, nil
-	}
-	return Resolution{}, &NeitherWayError{Series: s.Name, Forward: ferr, Reverse: rerr}
-}
-
 // summary is one line of why a series did not go on: the patch and git's
 // first "error:" line.
 func summary(err error) string {
