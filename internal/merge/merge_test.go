@@ -64,7 +64,7 @@ func (f fixture) run(k int, host string, speed float64) *results.Run {
 		Lab: "fake", LabFile: "labs/fake.yaml", LabVersion: "abc1234", RunID: fmt.Sprintf("x-shard%d-of-%d", k, f.n),
 		Command: []string{"lab", "run", "labs/fake.yaml", "--shard", fmt.Sprintf("%d/%d", k, f.n)},
 		Started: f.start, Finished: f.start.Add(time.Duration(len(idx)) * time.Minute), Complete: true,
-		Source: results.Source{ID: "linux-6.12"}, Series: results.SeriesList{{Name: "fake", Mode: "apply", Hash: "s1", Variant: variant.Patched}},
+		Source: results.Source{ID: "linux-6.12"}, Series: []results.Series{{Name: "fake", Mode: "apply", Hash: "s1", Variant: variant.Patched}},
 		Matrix: f.matrix(), Host: results.Host{Name: host, CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
 		Kernels: []results.Kernel{
 			{Arch: "x86_64", Variant: variant.Baseline, Info: results.Build{Key: "kb"}},

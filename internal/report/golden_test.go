@@ -24,7 +24,7 @@ func fakeRun() *results.Run {
 	shape, _ := topology.Resolve("x86_64", topology.Request{CPUs: 2, Memory: "1G"})
 	r := &results.Run{Lab: "fake", RunID: "20260101-000000", LabVersion: "abc1234", Command: []string{"lab", "run", "labs/fake.yaml", "--boots", "5"},
 		Complete: true, Source: results.Source{Desc: "Debian linux-source-6.12", Version: "6.12.117", Commit: "1cdbf2748d82933e55c97470b512d4ec3e726f4d"},
-		Series: results.SeriesList{{Name: "fake", Mode: "revert", Hash: strings.Repeat("ab", 32), Patches: []results.Patch{{Name: "0001-x.patch", Subject: "x: y", SHA256: strings.Repeat("cd", 32)}}, Variant: variant.Patched}},
+		Series: []results.Series{{Name: "fake", Mode: "revert", Hash: strings.Repeat("ab", 32), Patches: []results.Patch{{Name: "0001-x.patch", Subject: "x: y", SHA256: strings.Repeat("cd", 32)}}, Variant: variant.Patched}},
 		Host:   results.Host{CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1.0"},
 		Claims: []results.Claim{
 			{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: "faster"},

@@ -61,7 +61,7 @@ func TestSeriesInTheReports(t *testing.T) {
 				t.Errorf("provenance\n got %q\nwant %q", got, tc.provenance)
 			}
 			r := fakeRun()
-			r.Series = results.SeriesList{tc.s}
+			r.Series = []results.Series{tc.s}
 			d := Build(r, "results/fake/20260101-000000", "test")
 			if !reflect.DeepEqual(d.Header, tc.header) {
 				t.Errorf("header\n got %q\nwant %q", d.Header, tc.header)

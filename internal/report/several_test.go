@@ -16,7 +16,7 @@ import (
 // and v2 boots as often, its uprobe-nop k times v1's.
 func severalRun(k float64) *results.Run {
 	r := fakeRun()
-	r.Series = results.SeriesList{{Name: "fake", Variant: "v1", Mode: "apply", ModeReason: "apply: no series is in the source", Patches: r.First().Patches},
+	r.Series = []results.Series{{Name: "fake", Variant: "v1", Mode: "apply", ModeReason: "apply: no series is in the source", Patches: r.First().Patches},
 		{Name: "fake-v2", Variant: "v2", Mode: "apply"}}
 	n := len(r.Boots)
 	for i := range n {

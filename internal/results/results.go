@@ -56,7 +56,7 @@ type Run struct {
 	// series, several for lab run --series v1.mbx --series v2.mbx. A
 	// bisect or a track has one: the series it bisects, or the git range
 	// it follows (its ends the two commits).
-	Series    SeriesList    `json:"series"`
+	Series    []Series      `json:"series"`
 	Matrix    Matrix        `json:"matrix"`
 	Host      Host          `json:"host"`
 	Kernels   []Kernel      `json:"kernels"`
@@ -496,8 +496,9 @@ func decode(path string, data []byte) (*Run, error) {
 	}
 	var w wire
 	err := json.Unmarshal(data, &w)
-	if len(w.SeriesList) > 0 {
-		w.plain.Series = w.SeriesList
+	w.plain.Series = w.Series
+	if len(w.OldList) > 0 {
+		w.plain.Series = w.OldList
 	}
 	r := Run(w.plain)
 	if err != nil {
@@ -528,21 +529,20 @@ func decode(path string, data []byte) (*Run, error) {
 // plain is Run without its methods, for decoding.
 type plain Run
 
-// wire is a record as any schema wrote it: a run of several had its
-// series in "series_list" before schema 5 ("series" its first).
+// wire is a record as any schema wrote it: before schema 5 "series" was
+// one object, and a run of several had its series in "series_list"
+// ("series" its first).
 type wire struct {
 	plain
-	SeriesList []Series `json:"series_list"`
+	Series  seriesJSON `json:"series"`
+	OldList []Series   `json:"series_list"`
 }
 
-// SeriesList is a run's series as results.json and the cache's manifests
-// keep them. It reads what a lab before schema 5 wrote too: one series,
-// an object (SeriesBefore5).
-type SeriesList []Series
-
-// UnmarshalJSON reads a list, or the one series of a record before
+// seriesJSON reads "series": a list, or the one object of a record before
 // schema 5.
-func (l *SeriesList) UnmarshalJSON(data []byte) error {
+type seriesJSON []Series
+
+func (l *seriesJSON) UnmarshalJSON(data []byte) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return json.Unmarshal(data, (*[]Series)(l))
@@ -551,24 +551,14 @@ func (l *SeriesList) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &one); err != nil {
 		return err
 	}
-	*l = SeriesBefore5(one, nil)
-	return nil
-}
-
-// SeriesBefore5 is the list of series of a record before schema 5: its
-// series_list (a run of several), else its one series, whose kernel was
-// "patched" (none when the record has none).
-func SeriesBefore5(one Series, list []Series) SeriesList {
-	if len(list) > 0 {
-		return list
-	}
 	if one.Name == "" && len(one.Patches) == 0 && one.Variants == (variant.Pair[string]{}) {
-		return nil
+		return nil // a record without a series
 	}
 	if one.Variant == "" {
-		one.Variant = variant.Patched
+		one.Variant = variant.Patched // the kernel of a run's one series
 	}
-	return SeriesList{one}
+	*l = seriesJSON{one}
+	return nil
 }
 
 // Figure is the one number a bisect follows: a benchmark's rate at some

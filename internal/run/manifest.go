@@ -34,24 +34,20 @@ import (
 // run folder keeps (lab run RUN/lab.yaml --no-build).
 func manifestKey(lab *spec.Lab, archName string, named []NamedSeries) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "arch %s\nmode %s\ntools %s\n", archName, lab.Mode, strings.Join(lab.Tools, ","))
-	switch {
-	case len(named) == 1 && named[0].Variant == variant.Patched:
-		// One series: the line a run of one has always had, so that
-		// manifests an older lab built stay found.
-		fmt.Fprintf(h, "series %s\n", named[0].Series.Hash())
-	case len(named) > 0:
-		// Every series, by the kernel it names.
-		for _, n := range named {
-			fmt.Fprintf(h, "series %s %s\n", n.Variant, n.Series.Hash())
-		}
-	default:
+	// "manifest 2": a manifest's series became a list (results schema 5);
+	// one an older lab wrote is not found, and lab build makes it again
+	// from the kernels the cache holds.
+	fmt.Fprintf(h, "manifest 2\narch %s\nmode %s\ntools %s\n", archName, lab.Mode, strings.Join(lab.Tools, ","))
+	if len(named) == 0 {
 		ser, err := lab.OpenSeries()
 		if err != nil {
 			return "", err
 		}
 		ser.Close()
-		fmt.Fprintf(h, "series %s\n", ser.Hash())
+		named = []NamedSeries{{Variant: variant.Patched, Series: ser}}
+	}
+	for _, n := range named {
+		fmt.Fprintf(h, "series %s %s\n", n.Variant, n.Series.Hash())
 	}
 	frags := lab.Fragments(archName)
 	for _, f := range frags {
@@ -68,13 +64,10 @@ func manifestKey(lab *spec.Lab, archName string, named []NamedSeries) (string, e
 
 // manifest is one arch's part of Artifacts.
 type manifest struct {
-	Source    results.Source     `json:"source"`
-	Series    results.SeriesList `json:"series"`
-	Kernels   []results.Kernel   `json:"kernels"`
-	Initramfs results.Initramfs  `json:"initramfs"`
-	// Before5 is where a lab before results schema 5 kept the series of
-	// a run of several (Series had the first): read, never written.
-	Before5 []results.Series `json:"series_list,omitempty"`
+	Source    results.Source    `json:"source"`
+	Series    []results.Series  `json:"series"`
+	Kernels   []results.Kernel  `json:"kernels"`
+	Initramfs results.Initramfs `json:"initramfs"`
 }
 
 func manifestPath(cache, key string) string { return filepath.Join(cache, "manifests", key+".json") }
@@ -199,9 +192,6 @@ func loadManifests(cache string, lab *spec.Lab, named []NamedSeries, want []vari
 		m.Initramfs.Cached = true
 		art.Initramfs = append(art.Initramfs, m.Initramfs)
 		art.Source, art.Series = m.Source, m.Series
-		if len(m.Before5) > 0 {
-			art.Series = m.Before5
-		}
 	}
 	return art, nil
 }

@@ -99,7 +99,7 @@ func TestManifestOfSeveral(t *testing.T) {
 	}
 	kernel := func(v variant.Variant) results.Kernel { return results.Kernel{Arch: "x86_64", Variant: v} }
 	art := &Artifacts{Kernels: []results.Kernel{kernel(variant.Baseline), kernel("v1"), kernel("v2")},
-		Series: results.SeriesList{{Name: "s1", Variant: "v1"}, {Name: "s2", Variant: "v2"}}}
+		Series: []results.Series{{Name: "s1", Variant: "v1"}, {Name: "s2", Variant: "v2"}}}
 	if err := saveManifests(cache, lab, opt.Series, art); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type Env interface {
 type Artifacts struct {
 	Source results.Source
 	// Series are the run's series, each with its kernel's variant.
-	Series    results.SeriesList
+	Series    []results.Series
 	Kernels   []results.Kernel
 	Initramfs []results.Initramfs
 }

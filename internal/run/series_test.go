@@ -206,11 +206,11 @@ func TestVariantsRecordTheSeries(t *testing.T) {
 			}
 			// results.json takes the record as it is.
 			dir := t.TempDir()
-			run := &results.Run{Schema: results.Schema, Lab: "v2_x", RunID: "r", Started: time.Unix(1, 0).UTC(), Series: results.SeriesList{got}}
+			run := &results.Run{Schema: results.Schema, Lab: "v2_x", RunID: "r", Started: time.Unix(1, 0).UTC(), Series: []results.Series{got}}
 			if err := (runfolder.Folder{Dir: dir}).Save(run); err != nil {
 				t.Fatal(err)
 			}
-			if _, back, err := runfolder.Load(dir); err != nil || !reflect.DeepEqual(back.Series, results.SeriesList{got}) {
+			if _, back, err := runfolder.Load(dir); err != nil || !reflect.DeepEqual(back.Series, []results.Series{got}) {
 				t.Errorf("results.json gives back %+v, %v", back.Series, err)
 			}
 		})
