@@ -3,9 +3,6 @@ package source
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,31 +12,7 @@ import (
 // seriesOf is a one-patch series, made with git format-patch, that turns
 // uprobes.c from before into after.
 func seriesOf(t *testing.T, before, after string) *series.Series {
-	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	file := filepath.Join(dir, "kernel", "events", "uprobes.c")
-	os.MkdirAll(filepath.Dir(file), 0o755)
-	git("init", "-q")
-	os.WriteFile(file, []byte(before), 0o644)
-	git("add", ".")
-	git("commit", "-qm", "base")
-	os.WriteFile(file, []byte(after), 0o644)
-	git("commit", "-qam", "uprobes: change")
-	out := filepath.Join(t.TempDir(), "s")
-	git("format-patch", "-q", "-1", "-o", out)
-	s, err := series.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return uprobesHistory(t, before, change{"uprobes: change", after})("s", 1)
 }
 
 // Mode auto finds which side of the comparison the series is on by trying

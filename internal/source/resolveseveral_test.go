@@ -3,9 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,35 +13,7 @@ import (
 // made with git format-patch from uprobes.c as bodies[0], then bodies[1],
 // then bodies[2].
 func versions(t *testing.T, bodies ...string) (v1, v2 *series.Series) {
-	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	file := filepath.Join(dir, "kernel", "events", "uprobes.c")
-	os.MkdirAll(filepath.Dir(file), 0o755)
-	git("init", "-q")
-	os.WriteFile(file, []byte(bodies[0]), 0o644)
-	git("add", ".")
-	git("commit", "-qm", "base")
-	for i, b := range bodies[1:] {
-		os.WriteFile(file, []byte(b), 0o644)
-		git("commit", "-qam", fmt.Sprintf("uprobes: change %d", i+1))
-	}
-	load := func(name string, n int) *series.Series {
-		out := filepath.Join(t.TempDir(), name)
-		git("format-patch", "-q", fmt.Sprintf("-%d", n), "HEAD~"+fmt.Sprint(len(bodies)-1-n), "-o", out)
-		s, err := series.Load(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	load := uprobesHistory(t, bodies[0], change{"uprobes: change 1", bodies[1]}, change{"uprobes: change 2", bodies[2]})
 	return load("v1", 1), load("v2", 2)
 }
 

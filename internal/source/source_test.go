@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,16 @@ func fakeTarball(t *testing.T, version, body string) string {
 // lookup into the lockless one: Debian's tarball ships its result, so lab
 // runs it in revert mode.
 func lockless(t *testing.T) *series.Series {
+	return uprobesHistory(t, lockedBody, change{"uprobes: lockless lookup", locklessBody})("uprobe-srcu", 1)
+}
+
+// change is one commit of uprobesHistory: its subject and uprobes.c after it.
+type change struct{ subject, body string }
+
+// uprobesHistory commits kernel/events/uprobes.c as base, then as each
+// change, in a git tree of the test's, and gives what makes a series of
+// the first n changes with git format-patch, in a folder called name.
+func uprobesHistory(t *testing.T, base string, changes ...change) func(name string, n int) *series.Series {
 	t.Helper()
 	dir := t.TempDir()
 	git := func(args ...string) {
@@ -51,18 +62,23 @@ func lockless(t *testing.T) *series.Series {
 	file := filepath.Join(dir, "kernel", "events", "uprobes.c")
 	os.MkdirAll(filepath.Dir(file), 0o755)
 	git("init", "-q")
-	os.WriteFile(file, []byte(lockedBody), 0o644)
+	os.WriteFile(file, []byte(base), 0o644)
 	git("add", ".")
 	git("commit", "-qm", "base")
-	os.WriteFile(file, []byte(locklessBody), 0o644)
-	git("commit", "-qam", "uprobes: lockless lookup")
-	out := filepath.Join(t.TempDir(), "uprobe-srcu")
-	git("format-patch", "-q", "-1", "-o", out)
-	s, err := series.Load(out)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range changes {
+		os.WriteFile(file, []byte(c.body), 0o644)
+		git("commit", "-qam", c.subject)
 	}
-	return s
+	return func(name string, n int) *series.Series {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), name)
+		git("format-patch", "-q", fmt.Sprintf("-%d", n), fmt.Sprintf("HEAD~%d", len(changes)-n), "-o", out)
+		s, err := series.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 }
 
 const (
