@@ -58,15 +58,71 @@ func fakeRun() *results.Run {
 	return r
 }
 
-func TestGoldenFormats(t *testing.T) {
+// onlyPatched is fakeRun as run with --only patched.
+func onlyPatched() *results.Run {
 	r := fakeRun()
-	d := Build(r, "results/fake/20260101-000000", "test")
+	var keep []results.Boot
+	for _, b := range r.Boots {
+		if b.Variant == variant.Patched {
+			keep = append(keep, b)
+		}
+	}
+	r.Boots = keep
+	return r
+}
+
+// Every format of every shape of report, each against its golden files:
+// one series, several series, one variant (--only) and two runs compared
+// (lab compare). The four go down one path, so a change meant for one
+// shows in the others' files too.
+func TestGoldenFormats(t *testing.T) {
+	twoRuns := func() (*Document, *results.Run) {
+		a, b := fakeRun(), fakeRun()
+		b.RunID = "20260102-000000"
+		for i := range b.Boots {
+			for j := range b.Boots[i].Results {
+				s := &b.Boots[i].Results[j].Samples[0]
+				s.Hits, s.Rate = s.Hits*2, s.Rate*2
+			}
+		}
+		return BuildCompare(a, b, "results/fake/A", "results/fake/B", variant.Patched, "test"), nil
+	}
+	for _, tc := range []struct {
+		name string
+		doc  func() (*Document, *results.Run)
+	}{
+		{"fake", func() (*Document, *results.Run) {
+			r := fakeRun()
+			return Build(r, "results/fake/20260101-000000", "test"), r
+		}},
+		{"several", func() (*Document, *results.Run) {
+			r := severalRun(1.1)
+			return Build(r, "results/fake/20260101-000000", "test"), r
+		}},
+		{"only", func() (*Document, *results.Run) {
+			r := onlyPatched()
+			return Build(r, "results/fake/20260101-000000", "test"), r
+		}},
+		{"compare", twoRuns},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, r := tc.doc()
+			checkGolden(t, tc.name, d, r)
+		})
+	}
+}
+
+func checkGolden(t *testing.T, prefix string, d *Document, r *results.Run) {
+	t.Helper()
 	files, err := Files(d, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, got := range files {
-		golden := filepath.Join("testdata", "fake."+name)
+		if !strings.HasPrefix(name, "report") && prefix != "fake" {
+			continue // benchstat's files: BenchFiles has tests of its own
+		}
+		golden := filepath.Join("testdata", prefix+"."+name)
 		if *update {
 			if err := os.WriteFile(golden, got, 0o644); err != nil {
 				t.Fatal(err)
