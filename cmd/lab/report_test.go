@@ -140,7 +140,7 @@ func pageKind(resultsJSON string) string {
 	switch {
 	case r.Bisect != nil:
 		kind = "bisect " + r.Bisect.Outcome
-	case r.Several():
+	case len(r.Series) > 1:
 		kind = "several"
 	}
 	clocks := map[string]bool{}

@@ -11,38 +11,6 @@ import (
 	"lab/internal/verdict"
 )
 
-// View is one table laid out for every format at once: the headline that
-// leads it, which columns this run's n can fill, and every cell, formatted
-// by one row scaler. Markdown, HTML, the terminal and the 80-column text
-// only choose which of these strings to show where.
-type View struct {
-	Table    verdict.Table
-	Header   string
-	Headline string
-	// Sides are the variants that have boots; Compared: both have, so the
-	// change columns mean something.
-	Sides    []variant.Variant
-	Compared bool
-	// Medians: some row has a median 95 % CI (n ≥ 6); without one the
-	// median columns would read "no 95% CI" in every cell and are left out.
-	Medians bool
-	Rates   []Cells
-	Ratios  []Cells // within-boot ratios: scaling, probe ÷ probe-free
-	Notes   []string
-	// names are the kernels the sides stand for in a comparison of a
-	// report of several ("v1" for baseline in v2 vs v1); nil otherwise.
-	names map[variant.Variant]string
-}
-
-// Name is what side's column heads say: the side, or the kernel it stands
-// for in a comparison of a report of several.
-func (v View) Name(side variant.Variant) string {
-	if n, ok := v.names[side]; ok {
-		return n
-	}
-	return string(side)
-}
-
 // Cells are one row's figures, formatted once for every format.
 type Cells struct {
 	Row       verdict.Row
@@ -63,54 +31,6 @@ type Cells struct {
 	Mark                  string               // "faster", "slower" or "~"
 	MarkShort             string               // "~" or ""
 	Class                 string               // CSS: faster, slower, same; control
-}
-
-// Views lays out every table of d.
-func Views(d *Document) []View {
-	var out []View
-	if len(d.Comparisons) > 0 {
-		// A report of several kernels (the HTML page lays it out so): a
-		// table per comparison, its sides named by their kernels.
-		for _, c := range d.Comparisons {
-			for _, t := range c.Tables {
-				v := view(d.Lab, t)
-				v.Header = c.Name() + " · " + v.Header
-				v.Headline = c.Name() + ": " + strings.Replace(v.Headline, "patched is ", string(c.Patched)+" is ", 1)
-				v.names = map[variant.Variant]string{variant.Baseline: string(c.Against), variant.Patched: string(c.Patched)}
-				out = append(out, v)
-			}
-		}
-		return out
-	}
-	for _, t := range d.Tables {
-		out = append(out, view(d.Lab, t))
-	}
-	return out
-}
-
-func view(lab string, t verdict.Table) View {
-	v := View{Table: t, Header: Header(lab, t), Headline: Headline(t), Notes: Notes(t)}
-	for _, side := range variant.Both {
-		if t.Boots.Get(side) > 0 {
-			v.Sides = append(v.Sides, side)
-		}
-	}
-	v.Compared = len(v.Sides) == 2
-	digits := digitsFor(t)
-	for _, r := range t.Rows {
-		v.Rates = append(v.Rates, cellsOf(r, digits))
-	}
-	for _, r := range t.Scaling {
-		v.Ratios = append(v.Ratios, cellsOf(r, digits))
-	}
-	for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
-		for _, side := range variant.Both {
-			if c.Row.Variants.Get(side).HasCI {
-				v.Medians = true
-			}
-		}
-	}
-	return v
 }
 
 // digitsFor is how many decimals a table's rates need: icount repeats to

@@ -25,12 +25,13 @@ type Document struct {
 	// mailing list (an mbox, a mail, a diff) or run in mode auto, what it
 	// is, the mode lab chose and why, and what it did with the base-commit.
 	Header []string `json:"header,omitempty"`
-	// Kernels and Comparisons are set in a report of several kernels (a
-	// run of several series, lab compare of two or more runs): a column
-	// per kernel, and each comparison's tables (Tables then holds those
-	// against the first kernel).
-	Kernels     []variant.Variant `json:"kernels,omitempty"`
-	Comparisons []Judged          `json:"comparisons,omitempty"`
+	// Kernels are the report's columns: the baseline and each series, or
+	// each run set side by side. Comparisons are what it judges, each with
+	// its tables: one, patched vs baseline, for a run of one series. Tables
+	// holds the tables of those against the first kernel, which the claims
+	// and the CI gates judge.
+	Kernels     []variant.Variant `json:"kernels"`
+	Comparisons []Judged          `json:"comparisons"`
 }
 
 // RunInfo is one run's provenance and reproducer.
@@ -53,20 +54,63 @@ type RunInfo struct {
 	Failed     []string       `json:"failed"` // boots that did not deliver
 }
 
-// Build makes the report of one run.
+// Build makes the report of one run: each series against the baseline,
+// each against the one before; claims per series.
 func Build(r *results.Run, dir, generator string) *Document {
 	d := &Document{Title: r.Lab, Lab: r.Lab, Generator: generator}
-	if r.Several() {
-		d.Runs = []RunInfo{runInfo(r, dir, "every kernel: "+string(variant.Baseline)+" and each series")}
-		buildSeveral(d, r)
-		return d
+	series := r.SeriesVariants()
+	if len(series) == 0 {
+		series = []variant.Variant{variant.Patched} // a record that names no series
 	}
-	d.Runs = []RunInfo{runInfo(r, dir, "baseline and patched")}
-	d.Tables = verdict.Tables(r)
-	d.Claims = verdict.CheckClaims(r.Claims, d.Tables)
+	kernels := variant.Kernels(series)
+	var names []string
+	for _, k := range kernels {
+		names = append(names, string(k))
+	}
+	role := strings.Join(names, " and ")
+	if n := len(names); n > 2 {
+		role = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	d.Runs = []RunInfo{runInfo(r, dir, role)}
+	buildColumns(d, kernels, r.Boots, variant.Comparisons(series), func(b []results.Boot) []verdict.Table {
+		cr := *r
+		cr.Boots = b
+		return verdict.Tables(&cr)
+	})
+	for _, c := range d.Comparisons {
+		if c.Against != variant.Baseline {
+			continue
+		}
+		for _, cl := range verdict.CheckClaims(r.Claims, c.Tables) {
+			if d.named() {
+				cl.Series = c.Patched
+			}
+			d.Claims = append(d.Claims, cl)
+		}
+	}
 	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
-	d.Header = seriesHeader(r.First())
+	d.Header = runHeader(r)
+	if len(d.Tables) == 0 {
+		// A record of other boots (a track's steps) or of none.
+		d.Header = append(d.Header, fmt.Sprintf("no boots of %s: nothing to compare", role))
+	}
 	return d
+}
+
+// runHeader is the Header of a run: each series named by its kernel when
+// there are several, else the one series' lines of seriesHeader.
+func runHeader(r *results.Run) []string {
+	if len(r.Series) < 2 {
+		return seriesHeader(r.First())
+	}
+	var out []string
+	for _, s := range r.Series {
+		out = append(out, fmt.Sprintf("%s: %s", s.Variant, SeriesTitle(s)))
+	}
+	if r.Series[0].ModeReason != "" {
+		out = append(out, "baseline: "+r.Series[0].ModeReason)
+	}
+	return out
 }
 
 // seriesHeader is the Header of a run of series s: none for a series
@@ -112,7 +156,7 @@ func BuildCompare(a, b *results.Run, dirA, dirB string, v variant.Variant, gener
 	}
 	d := &Document{Title: title, Lab: lab, Compare: true, Generator: generator}
 	d.Runs = []RunInfo{runInfo(a, dirA, "baseline column: "+string(v)+" of this run"), runInfo(b, dirB, "patched column: "+string(v)+" of this run")}
-	d.Tables = verdict.Across(boots)
+	buildColumns(d, variant.Both, boots, []variant.Comparison{{Patched: variant.Patched, Against: variant.Baseline}}, verdict.Across)
 	d.Caveats = caveats(d.Tables)
 	if diff := a.Source.Differs(b.Source); diff != "" {
 		d.Caveats = append([]string{diff}, d.Caveats...)
@@ -132,15 +176,20 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		ri.SeriesMode = fmt.Sprintf("mode %s: %s", first.ModeAsked, first.ModeReason)
 	}
 	ri.Reproducer = Reproducer(r)
-	for _, p := range first.Patches {
-		line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, gitcmd.Short(p.SHA256))
-		if p.Author != "" {
-			line += ", by " + p.Author
+	// Several series: each one's line and patches name its kernel.
+	var titles []string
+	for _, s := range r.Series {
+		label := ""
+		if len(r.Series) > 1 {
+			label = string(s.Variant) + " "
+			titles = append(titles, fmt.Sprintf("%s: %s", s.Variant, seriesProvenance(s)))
 		}
-		for _, t := range p.Trailers {
-			line += "; " + t.Key + ": " + t.Value
+		for _, p := range s.Patches {
+			ri.Patches = append(ri.Patches, label+patchLine(p))
 		}
-		ri.Patches = append(ri.Patches, line)
+	}
+	if len(titles) > 0 {
+		ri.Series = strings.Join(titles, "; ")
 	}
 	for _, k := range r.Kernels {
 		ri.Kernels = append(ri.Kernels, fmt.Sprintf("%s/%s: %s, key %s, .config sha256 %s", k.Arch, k.Variant, k.Info.Release, gitcmd.Short(k.Info.Key), gitcmd.Short(k.Info.ConfigSHA256)))
@@ -178,6 +227,19 @@ func runInfo(r *results.Run, dir, role string) RunInfo {
 		}
 	}
 	return ri
+}
+
+// patchLine is a patch's line of the provenance: its file, subject, hash,
+// author and trailers.
+func patchLine(p results.Patch) string {
+	line := fmt.Sprintf("%s: %s (sha256 %s)", p.Name, p.Subject, gitcmd.Short(p.SHA256))
+	if p.Author != "" {
+		line += ", by " + p.Author
+	}
+	for _, t := range p.Trailers {
+		line += "; " + t.Key + ": " + t.Value
+	}
+	return line
 }
 
 // SeriesTitle names a series as the list did, with what lab read it from:

@@ -20,43 +20,45 @@ import (
 // Markdown is the report for a cover letter or a pull request: the answer
 // first (a headline per table and the claims), then the tables.
 func Markdown(d *Document) string {
-	if len(d.Comparisons) > 0 {
-		return markdownSeveral(d)
-	}
 	var b strings.Builder
-	b.WriteString(Lead(d))
-	for _, v := range Views(d) {
-		fmt.Fprintf(&b, "## %s\n\n", v.Header)
+	grids := Grids(d)
+	b.WriteString(lead(d, grids))
+	for _, g := range grids {
+		fmt.Fprintf(&b, "## %s\n\n", g.Header)
 		head := []string{"benchmark", "producers"}
 		align := []string{"---", "--:"}
-		for _, side := range v.Sides {
-			head = append(head, string(side)+" M/s (mean ± sd)")
+		for _, k := range g.Kernels {
+			head = append(head, string(k)+" M/s (mean ± sd)")
 			align = append(align, "--:")
-			if v.Medians {
-				head = append(head, string(side)+" median [95% CI]")
+			if g.Medians {
+				head = append(head, string(k)+" median [95% CI]")
 				align = append(align, "--:")
 			}
 		}
-		if v.Compared {
-			head = append(head, "Δ [95% CI]", "p", "")
+		for _, c := range g.Changes {
+			head = append(head, c.Head, "p", "")
 			align = append(align, "--:", "--:", "---")
 		}
 		fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
-		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
-			cells := []string{c.Name, c.Producers}
-			for _, side := range v.Sides {
-				cells = append(cells, c.MeanSD.Get(side))
-				if v.Medians {
-					cells = append(cells, c.Median.Get(side))
+		for _, l := range append(append([]Line(nil), g.Rates...), g.Ratios...) {
+			cells := []string{l.Name, l.Producers}
+			for _, s := range l.Sides {
+				cells = append(cells, s.MeanSD)
+				if g.Medians {
+					cells = append(cells, s.Median)
 				}
 			}
-			if v.Compared {
+			for _, c := range l.Changes {
+				if c == nil {
+					cells = append(cells, "–", "–", "")
+					continue
+				}
 				cells = append(cells, c.Delta, c.P, c.Mark)
 			}
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 		}
 		b.WriteString("\n")
-		for _, n := range v.Notes {
+		for _, n := range g.Notes {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
 		b.WriteString("\n")
@@ -77,10 +79,9 @@ func Markdown(d *Document) string {
 
 // Lead is the lead of the Markdown report: the title, a headline per
 // table and the claims. CI job summaries show it alone.
-func Lead(d *Document) string {
-	if len(d.Comparisons) > 0 {
-		return leadSeveral(d, columnTables(d))
-	}
+func Lead(d *Document) string { return lead(d, Grids(d)) }
+
+func lead(d *Document, grids []Grid) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", d.Title)
 	for _, h := range d.Header {
@@ -89,13 +90,15 @@ func Lead(d *Document) string {
 	if len(d.Header) > 0 {
 		b.WriteString("\n")
 	}
-	for _, t := range d.Tables {
-		fmt.Fprintf(&b, "%s\n\n", Headline(t))
+	for _, g := range grids {
+		for _, h := range g.Headlines {
+			fmt.Fprintf(&b, "%s\n\n", h)
+		}
 	}
 	if len(d.Claims) > 0 {
 		fmt.Fprintf(&b, "**%s**\n\n| claim | verdict | evidence |\n|---|---|---|\n", capitalize(ClaimsLine(d.Claims)))
 		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", verdict.ClaimText(c.Claim), c.Verdict, evidence(c))
+			fmt.Fprintf(&b, "| %s | **%s** | %s |\n", c.Text(), c.Verdict, evidence(c))
 		}
 		b.WriteString("\n")
 	}
@@ -156,33 +159,41 @@ func evidence(c verdict.ClaimResult) string {
 
 // Plain is an 80-column report for mailing lists, in the style of the
 // seeds' cover letters: the headlines and claims first, then one line per
-// row with the means of boots.
+// row with the means of boots, a block of them per comparison.
 func Plain(d *Document) string {
-	if len(d.Comparisons) > 0 {
-		return plainSeveral(d)
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", Wrap(d.Title, 80, ""))
 	for _, h := range d.Header {
 		b.WriteString(Wrap(h, 80, "  ") + "\n")
 	}
-	views := Views(d)
-	for _, v := range views {
-		b.WriteString("\n" + Wrap(v.Headline, 80, "  ") + "\n")
+	grids := Grids(d)
+	for _, g := range grids {
+		for _, h := range g.Headlines {
+			b.WriteString("\n" + Wrap(h, 80, "  ") + "\n")
+		}
 	}
 	if len(d.Claims) > 0 {
 		b.WriteString("\n" + ClaimsLine(d.Claims) + ":\n")
 		for _, c := range d.Claims {
-			b.WriteString(Wrap(fmt.Sprintf("- %s: %s", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
+			b.WriteString(Wrap(fmt.Sprintf("- %s: %s", c.Text(), strings.ToUpper(c.Verdict)), 80, "  ") + "\n")
 		}
 	}
-	for _, v := range views {
-		b.WriteString("\n" + Wrap(v.Header, 80, "  ") + "\n")
-		fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", "benchmark (M/s)", "P", "baseline", "patched", "change", "p")
-		for _, c := range append(append([]Cells(nil), v.Rates...), v.Ratios...) {
-			plainRow(&b, c)
+	for _, g := range grids {
+		b.WriteString("\n" + Wrap(g.Header, 80, "  ") + "\n")
+		for _, ci := range g.blocks {
+			c := d.Comparisons[ci]
+			first := "benchmark (M/s)"
+			if d.named() {
+				first = Wrap(c.Name(), 24, "")
+			}
+			fmt.Fprintf(&b, "%-24s %4s %12s %12s %9s %6s\n", first, "P", c.Against, c.Patched, "change", "p")
+			for _, l := range append(append([]Line(nil), g.Rates...), g.Ratios...) {
+				if cells := l.byComparison[ci]; cells != nil {
+					plainRow(&b, *cells)
+				}
+			}
 		}
-		for _, n := range v.Notes {
+		for _, n := range g.Notes {
 			b.WriteString(Wrap(n, 80, "  ") + "\n")
 		}
 	}
@@ -234,29 +245,31 @@ func Wrap(s string, width int, indent string) string {
 	return strings.Join(lines, "\n")
 }
 
-// CSV has one line per table row, every figure in its own column.
+// CSV has one line per table row and comparison, every figure in its own
+// column: baseline_* are the side the comparison is against (its column
+// "against"), patched_* the other (its column "variant").
 func CSV(d *Document) string {
-	if len(d.Comparisons) > 0 {
-		return csvSeveral(d)
-	}
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write([]string{"arch", "cpus", "topology", "accel", "clock", "benchmark", "producers", "metric", "control",
 		"baseline_n", "baseline_mean", "baseline_stddev", "baseline_median", "baseline_median_lo", "baseline_median_hi",
 		"patched_n", "patched_mean", "patched_stddev", "patched_median", "patched_median_lo", "patched_median_hi",
-		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "tool"})
+		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "tool", "variant", "against"})
 	f := func(v float64) string { return fmt.Sprintf("%.6g", v) }
-	for _, t := range d.Tables {
-		for _, rows := range [][]verdict.Row{t.Rows, t.Scaling} {
-			for _, r := range rows {
-				rec := []string{t.Shape.Arch, fmt.Sprint(t.Shape.CPUs), t.Shape.Topology, pairText(t.Shape.Accel), pairText(t.Shape.Clock),
-					r.Benchmark, fmt.Sprint(r.Producers), r.Metric, fmt.Sprint(r.Control)}
-				for _, v := range variant.Both {
-					s := r.Variants.Get(v)
-					rec = append(rec, fmt.Sprint(s.N), f(s.Mean), f(s.Stddev), f(s.Median), f(s.Lo), f(s.Hi))
+	for _, c := range d.Comparisons {
+		for _, t := range c.Tables {
+			for _, rows := range [][]verdict.Row{t.Rows, t.Scaling} {
+				for _, r := range rows {
+					rec := []string{t.Shape.Arch, fmt.Sprint(t.Shape.CPUs), t.Shape.Topology, pairText(t.Shape.Accel), pairText(t.Shape.Clock),
+						r.Benchmark, fmt.Sprint(r.Producers), r.Metric, fmt.Sprint(r.Control)}
+					for _, v := range variant.Both {
+						s := r.Variants.Get(v)
+						rec = append(rec, fmt.Sprint(s.N), f(s.Mean), f(s.Stddev), f(s.Median), f(s.Lo), f(s.Hi))
+					}
+					rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct), r.Tool,
+						string(c.Patched), string(c.Against))
+					w.Write(rec)
 				}
-				rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct), r.Tool)
-				w.Write(rec)
 			}
 		}
 	}
@@ -281,16 +294,15 @@ func JSON(d *Document) ([]byte, error) {
 // Text is the terminal report: the headlines and the claims' verdicts, then
 // each table; color marks significant changes (only on a terminal).
 func Text(d *Document, color bool) string {
-	if len(d.Comparisons) > 0 {
-		return textSeveral(d, color)
-	}
 	var b strings.Builder
 	for _, h := range d.Header {
 		b.WriteString(h + "\n")
 	}
-	views := Views(d)
-	for _, v := range views {
-		b.WriteString(v.Headline + "\n")
+	grids := Grids(d)
+	for _, g := range grids {
+		for _, h := range g.Headlines {
+			b.WriteString(h + "\n")
+		}
 	}
 	// Two runs set against each other may differ in more than the series
 	// (the source's point release, the lab): say so before any figure.
@@ -302,51 +314,59 @@ func Text(d *Document, color bool) string {
 	if len(d.Claims) > 0 {
 		b.WriteString(ClaimsLine(d.Claims) + "\n")
 		for _, c := range d.Claims {
-			fmt.Fprintf(&b, "  claim: %s: %s\n", verdict.ClaimText(c.Claim), strings.ToUpper(c.Verdict))
+			fmt.Fprintf(&b, "  claim: %s: %s\n", c.Text(), strings.ToUpper(c.Verdict))
 		}
 	}
-	for _, v := range views {
-		b.WriteString("\n" + v.Header + "\n")
-		tw := table.NewWriter()
-		tw.SetStyle(PlainStyle())
-		head := table.Row{"benchmark", "producers"}
-		for _, side := range v.Sides {
-			head = append(head, string(side)+" M/s")
-		}
-		if v.Compared {
-			head = append(head, "Δ [95% CI]", "p")
-		}
-		tw.AppendHeader(head)
-		var cols []table.ColumnConfig
-		for i := 2; i <= len(head); i++ {
-			cols = append(cols, table.ColumnConfig{Number: i, Align: text.AlignRight})
-		}
-		tw.SetColumnConfigs(cols)
-		add := func(c Cells, name, producers string) {
-			row := table.Row{name, producers}
-			for _, side := range v.Sides {
-				row = append(row, c.Terminal.Get(side))
-			}
-			if v.Compared {
-				row = append(row, paint(c.DeltaTerminal, c.Row.Change.Verdict, color), c.PMarked)
-			}
-			tw.AppendRow(row)
-		}
-		for _, c := range v.Rates {
-			add(c, c.Name, c.Producers)
-		}
-		if len(v.Ratios) > 0 {
-			tw.AppendSeparator()
-			for _, c := range v.Ratios {
-				add(c, c.Short, c.ShortProducers)
-			}
-		}
-		b.WriteString(tw.Render() + "\n")
-		for _, n := range v.Notes {
+	for _, g := range grids {
+		b.WriteString("\n" + g.Header + "\n" + textTable(g, color) + "\n")
+		for _, n := range g.Notes {
 			b.WriteString("  " + n + "\n")
 		}
 	}
 	return b.String()
+}
+
+// textTable is a grid drawn by go-pretty for a terminal.
+func textTable(g Grid, color bool) string {
+	tw := table.NewWriter()
+	tw.SetStyle(PlainStyle())
+	head := table.Row{"benchmark", "producers"}
+	for _, k := range g.Kernels {
+		head = append(head, string(k)+" M/s")
+	}
+	for _, c := range g.Changes {
+		head = append(head, c.Head, "p")
+	}
+	tw.AppendHeader(head)
+	var cols []table.ColumnConfig
+	for i := 2; i <= len(head); i++ {
+		cols = append(cols, table.ColumnConfig{Number: i, Align: text.AlignRight})
+	}
+	tw.SetColumnConfigs(cols)
+	add := func(l Line, name, producers string) {
+		row := table.Row{name, producers}
+		for _, s := range l.Sides {
+			row = append(row, s.Terminal)
+		}
+		for _, c := range l.Changes {
+			if c == nil {
+				row = append(row, "–", "")
+				continue
+			}
+			row = append(row, paint(c.DeltaTerminal, c.Row.Change.Verdict, color), c.PMarked)
+		}
+		tw.AppendRow(row)
+	}
+	for _, l := range g.Rates {
+		add(l, l.Name, l.Producers)
+	}
+	if len(g.Ratios) > 0 {
+		tw.AppendSeparator()
+		for _, l := range g.Ratios {
+			add(l, l.Short, l.ShortProducers)
+		}
+	}
+	return tw.Render()
 }
 
 func paint(s, verdict string, color bool) string {

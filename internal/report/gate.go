@@ -34,10 +34,7 @@ func (e *GateError) Error() string { return e.Msg }
 // Check applies the gates that were asked for to a report.
 func (g *GateFlags) Check(d *Document) error {
 	if g.FailOnRegression.V {
-		reg := verdict.Regressions(d.Tables)
-		if len(d.Comparisons) > 0 {
-			reg = regressionsSeveral(d)
-		}
+		reg := d.regressions()
 		if len(reg) > 0 {
 			return &GateError{exitcode.Regression, "significant regressions:\n  " + strings.Join(reg, "\n  ")}
 		}
@@ -48,4 +45,22 @@ func (g *GateFlags) Check(d *Document) error {
 		}
 	}
 	return nil
+}
+
+// regressions are --fail-on-regression's rows: each kernel's against the
+// first, named by its comparison when the report names them.
+func (d *Document) regressions() []string {
+	var out []string
+	for _, c := range d.Comparisons {
+		if c.Against != d.Kernels[0] {
+			continue
+		}
+		for _, r := range verdict.Regressions(c.Tables) {
+			if d.named() {
+				r = c.Name() + ": " + r
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }

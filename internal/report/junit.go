@@ -64,20 +64,19 @@ func JUnit(d *Document) *JUnitSuite {
 		class string
 		t     verdict.Table
 	}
+	// The cases of each kernel against the first (what the gates judge),
+	// named by it when the report names its comparisons.
 	var tables []judged
-	for _, t := range d.Tables {
-		tables = append(tables, judged{"lab." + d.Lab + "." + t.Name(), t})
-	}
-	if len(d.Comparisons) > 0 {
-		// A report of several: the cases of each kernel against the
-		// first (what the gates judge), named by it.
-		tables = nil
-		for _, c := range d.Comparisons {
-			for _, t := range c.Tables {
-				if c.Against == d.Kernels[0] {
-					tables = append(tables, judged{"lab." + d.Lab + "." + string(c.Patched) + "." + t.Name(), t})
-				}
-			}
+	for _, c := range d.Comparisons {
+		if c.Against != d.Kernels[0] {
+			continue
+		}
+		class := "lab." + d.Lab + "."
+		if d.named() {
+			class += string(c.Patched) + "."
+		}
+		for _, t := range c.Tables {
+			tables = append(tables, judged{class + t.Name(), t})
 		}
 	}
 	for _, j := range tables {

@@ -82,9 +82,9 @@ func TestSeveralSeriesReport(t *testing.T) {
 		{"markdown", md, []string{"| benchmark | producers | baseline M/s (mean ± sd) | v1 M/s (mean ± sd) | v2 M/s (mean ± sd) | Δ v1 vs baseline [95% CI] | p |  | Δ v2 vs baseline [95% CI] | p |  | Δ v2 vs v1 [95% CI] | p |  |",
 			"| v1: uprobe-nop, producers 1: patched faster | **reproduced** |", "## Provenance", "- series: v1: fake (apply, sha256 ); v2: fake-v2 (apply, sha256 )",
 			"-   patch v1 0001-x.patch: x: y (sha256 cdcdcdcdcdcd)"}},
-		{"csv", csv, []string{"patched_variant,against_variant,arch,", "\nv2,v1,x86_64,2,"}},
+		{"csv", csv, []string{",tool,variant,against\n", ",v2,v1\n"}},
 		{"80 columns", plain, []string{"v2 vs v1                    P           v1           v2    change      p"}},
-		{"html", html, []string{"<h2>v2 vs v1 · fake · x86_64", "change, v2 against v1, 95 % CI", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
+		{"html", html, []string{"<th>Δ v2 vs v1 [95% CI]</th>", "change, v2 against v1, 95 % CI", "● v1</span>", "<th>v1 (mean ± sd)</th>", "<td>v2: uprobe-nop, producers 1: patched faster</td>"}},
 		{"job summary", Lead(d), []string{"v2 vs v1: x86_64 · 2 vCPUs · TCG · wall: v2 is faster", "| v2: uprobe-nop, producers 1: patched faster | **reproduced** |"}},
 		{"json", string(js), []string{`"kernels": [`, `"comparisons": [`, `"against": "v1"`, `"series": "v2"`}},
 	} {

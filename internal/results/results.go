@@ -165,10 +165,6 @@ func (r *Run) SeriesVariants() []variant.Variant {
 	return out
 }
 
-// Several says whether the run compares more than one series' kernel
-// with the baseline (lab run --series v1 --series v2).
-func (r *Run) Several() bool { return len(r.Series) > 1 }
-
 // Merged is where a merged run's boots came from.
 type Merged struct {
 	Shards []string `json:"shards"` // the shards' run ids, in shard order
