@@ -78,7 +78,7 @@ func runOptions(inv invocation, fs *flag.FlagSet, labFlags *spec.Flags, runFlags
 }
 
 // openGiven opens the series of --series: none, one (standard input too),
-// or several, each named as its kernel (openSeveral).
+// or several, each named as its kernel (openSeriesList).
 func openGiven(paths []string, stdin io.Reader) ([]run.NamedSeries, func(), error) {
 	switch len(paths) {
 	case 0:
@@ -90,7 +90,7 @@ func openGiven(paths []string, stdin io.Reader) ([]run.NamedSeries, func(), erro
 		}
 		return []run.NamedSeries{{Variant: variant.Patched, Series: s}}, func() { s.Close() }, nil
 	}
-	return openSeveral(paths, stdin)
+	return openSeriesList(paths, stdin)
 }
 
 // loadLab is the run's lab: the lab file, the lab file with the series of

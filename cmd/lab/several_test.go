@@ -84,7 +84,7 @@ func TestSeveralNames(t *testing.T) {
 		{"a series named baseline", []*series.Series{s("baseline", 1), s("x", 1)}, "series1 series2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := strings.Join(severalNames(tc.list), " "); got != tc.want {
+			if got := strings.Join(seriesNames(tc.list), " "); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

@@ -11,11 +11,11 @@ import (
 	"lab/internal/variant"
 )
 
-// openSeveral opens every series of lab run --series A --series B ... (a
+// openSeriesList opens every series of lab run --series A --series B ... (a
 // run of several series) and names each as its kernel's variant; done
 // closes them. Standard input holds one series: "-" is refused, as is a
 // series given twice.
-func openSeveral(paths []string, stdin io.Reader) (named []run.NamedSeries, done func(), err error) {
+func openSeriesList(paths []string, stdin io.Reader) (named []run.NamedSeries, done func(), err error) {
 	var opened []*series.Series
 	closeAll := func() {
 		for _, s := range opened {
@@ -42,7 +42,7 @@ func openSeveral(paths []string, stdin io.Reader) (named []run.NamedSeries, done
 		}
 		opened = append(opened, s)
 	}
-	names := severalNames(opened)
+	names := seriesNames(opened)
 	for i, s := range opened {
 		v, err := variant.Name(names[i])
 		if err != nil {
@@ -53,11 +53,11 @@ func openSeveral(paths []string, stdin io.Reader) (named []run.NamedSeries, done
 	return named, closeAll, nil
 }
 
-// severalNames names the series of a run of several: by their versions
+// seriesNames names the series of a run of several: by their versions
 // ("v1", "v2": the cover letters' [PATCH v2 0/n]) when those tell them
 // apart, else by their names (the file's, made path-safe), else by their
 // place ("series1", "series2"). "baseline" is the kernel without any.
-func severalNames(list []*series.Series) []string {
+func seriesNames(list []*series.Series) []string {
 	distinct := func(names []string) bool {
 		seen := map[string]bool{}
 		for _, n := range names {
