@@ -150,6 +150,9 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 	if err := untar(ctx, tarball, t.Dir); err != nil {
 		return err
 	}
+	if err := storeObjects(ctx, t.git, t.Dir); err != nil {
+		return fmt.Errorf("import %s: %w", tarball, err)
+	}
 	for _, args := range [][]string{
 		// -f: Debian's .gitignore ignores every top-level path.
 		{"add", "-f", "-A", "."},

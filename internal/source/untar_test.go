@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lab/internal/gitcmd"
 )
 
 // The import of a tarball (tar with xz's threads, then git add): its tree
@@ -89,4 +91,45 @@ func gitAddTree(t *testing.T, dir string) string {
 		tree = strings.TrimSpace(string(out))
 	}
 	return tree
+}
+
+// storeObjects writes each regular file's blob, on every core, and nothing
+// for the lock file or a symbolic link's target.
+func TestStoreObjects(t *testing.T) {
+	dir := t.TempDir()
+	git := &gitcmd.Git{Dir: dir}
+	ctx := context.Background()
+	if _, err := git.Run(ctx, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"Makefile": "all:\n", "kernel/a.c": "int a;\n", "kernel/b c.c": "int b;\n", "big": strings.Repeat("x", 1<<20)}
+	for name, body := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, ".lab-lock"), []byte("lock only\n"), 0o644)
+	os.Symlink("kernel/a.c", filepath.Join(dir, "link"))
+	if err := storeObjects(ctx, git, dir); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(body string) bool {
+		cmd := git.Command(ctx, "hash-object", "--stdin")
+		cmd.Stdin = strings.NewReader(body)
+		h, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = git.Run(ctx, "cat-file", "-e", strings.TrimSpace(string(h)))
+		return err == nil
+	}
+	for name, body := range files {
+		if !stored(body) {
+			t.Errorf("%s was not stored", name)
+		}
+	}
+	if stored("lock only\n") || stored("kernel/a.c") {
+		t.Error("the lock file or the link's target path was stored")
+	}
 }
