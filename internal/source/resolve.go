@@ -72,10 +72,19 @@ func (t *Tree) tryOnSource(ctx context.Context, list []*series.Series, mode stri
 		if mode != series.ModeApply {
 			tries[i].reverse, tries[i].rerr = t.Variants(ctx, s, series.ModeRevert)
 		}
+		// An interrupted try says nothing of whether the series goes
+		// on: never take it for one that does not.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("try series %s on %s: %w", s.Name, t.Desc, err)
+		}
 		if mode != ModeAuto {
 			continue
 		}
-		if _, tries[i].forward = t.Variants(ctx, s, series.ModeApply); tries[i].forward == nil && tries[i].rerr == nil {
+		_, tries[i].forward = t.Variants(ctx, s, series.ModeApply)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("try series %s on %s: %w", s.Name, t.Desc, err)
+		}
+		if tries[i].forward == nil && tries[i].rerr == nil {
 			if err := t.Checkout(ctx, t.BaseHash); err != nil {
 				return nil, err
 			}

@@ -107,3 +107,30 @@ func TestResolveSeries(t *testing.T) {
 		})
 	}
 }
+
+// An interrupted resolve (Ctrl-C) says it was interrupted: a try cut short
+// is never reported as a series that does not go on, nor taken as one in
+// mode auto.
+func TestResolveSeriesInterrupted(t *testing.T) {
+	lockless := lockless(t)
+	for _, mode := range []string{ModeAuto, series.ModeRevert, series.ModeApply} {
+		t.Run(mode, func(t *testing.T) {
+			tree, err := Prepare(context.Background(), Origin{Tarball: fakeTarball(t, "6.12.999", locklessBody)}, t.TempDir(), t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err = tree.ResolveSeries(ctx, []*series.Series{lockless}, mode)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			for _, wrong := range []string{"applies neither", "no series applies"} {
+				if strings.Contains(err.Error(), wrong) {
+					t.Errorf("interrupted resolve reported as %q: %v", wrong, err)
+				}
+			}
+		})
+	}
+}
