@@ -63,10 +63,19 @@ func CacheDir(t testing.TB) string {
 // SmallLab is labs/uprobe-srcu.yaml cut down to one short boot per variant,
 // without warm-up: a guest second costs ~2.7 s of host CPU under icount. The
 // tests that check the warm-up's record ask for one themselves.
+//
+// Its arm64 kernel also has what the kernel's own bench needs (NET, BTF:
+// kernel-config/bpf-bench.config), so that the test of bench beside the
+// agent (internal/bpfbench) boots the suite's arm64 kernel instead of
+// building a debug-info kernel of its own, the longest cold build the suite
+// had.
 func SmallLab(t testing.TB, archName string) *spec.Lab {
 	lab, err := spec.Load(filepath.Join(Root(t), "labs", "uprobe-srcu.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if archName == "arm64" {
+		lab.Config = append(lab.Config, BenchFragment)
 	}
 	m := &lab.Matrix
 	m.Arch, m.CPUs, m.Producers, m.Boots = []string{archName}, []int{2}, []int{1, 2}, 1
@@ -77,6 +86,10 @@ func SmallLab(t testing.TB, archName string) *spec.Lab {
 	}
 	return lab
 }
+
+// BenchFragment is the config the kernel's bench needs, which the suite's
+// arm64 kernels carry (SmallLab).
+const BenchFragment = "bpf-bench.config"
 
 // Run runs lab as lab run does, and gives its record, folder and output.
 func Run(t testing.TB, lab *spec.Lab) (*results.Run, string, string) {
