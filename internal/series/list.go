@@ -11,14 +11,14 @@ import (
 // the cover letter's base-commit: line; and what it can break: a diff cut
 // short.
 
-// tag is what a subject's bracketed prefix says:
+// Tag is what a subject's bracketed prefix says:
 // "[RFC PATCH net-next v3 02/10] mm: x".
-type tag struct {
-	version int // v3; 0 when the subject names none
-	n, m    int // 2/10; 0, 0 when the subject has no N/M
-	rfc     bool
-	reply   bool   // "Re: [PATCH 1/2] ..."
-	subject string // the subject without its prefixes
+type Tag struct {
+	Version int // v3; 0 when the subject names none
+	N, M    int // 2/10; 0, 0 when the subject has no N/M
+	RFC     bool
+	Reply   bool   // "Re: [PATCH 1/2] ..."
+	Subject string // the subject without its prefixes
 }
 
 var (
@@ -29,14 +29,14 @@ var (
 	squashedTok = regexp.MustCompile(`^(?i)patch(v\d+)$`) // [PATCHv2 1/3]
 )
 
-// parseTag reads every bracketed group at the start of a subject, as git
+// ParseTag reads every bracketed group at the start of a subject, as git
 // am strips them: a version, an N/M, RFC; other words (PATCH, RESEND, a
 // tree such as net-next) are ignored.
-func parseTag(subject string) tag {
-	var t tag
+func ParseTag(subject string) Tag {
+	var t Tag
 	s := strings.TrimSpace(subject)
 	for loc := replyPrefix.FindStringIndex(s); loc != nil; loc = replyPrefix.FindStringIndex(s) {
-		t.reply, s = true, s[loc[1]:]
+		t.Reply, s = true, s[loc[1]:]
 	}
 	for {
 		g := bracket.FindStringSubmatch(s)
@@ -49,16 +49,16 @@ func parseTag(subject string) tag {
 				tok = strings.ToLower(sq[1])
 			}
 			if v := versionTok.FindStringSubmatch(strings.ToLower(tok)); v != nil {
-				t.version, _ = strconv.Atoi(v[1])
+				t.Version, _ = strconv.Atoi(v[1])
 			} else if c := countTok.FindStringSubmatch(tok); c != nil {
-				t.n, _ = strconv.Atoi(c[1])
-				t.m, _ = strconv.Atoi(c[2])
+				t.N, _ = strconv.Atoi(c[1])
+				t.M, _ = strconv.Atoi(c[2])
 			} else if strings.EqualFold(tok, "RFC") {
-				t.rfc = true
+				t.RFC = true
 			}
 		}
 	}
-	t.subject = strings.TrimSpace(s)
+	t.Subject = strings.TrimSpace(s)
 	return t
 }
 

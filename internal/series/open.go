@@ -128,13 +128,13 @@ type entry struct {
 	file   string // the input's name, or the .cover's path
 	where  string // `mail 3 "[PATCH v2 2/3] x"`, for messages
 	mail   mbox.Mail
-	tag    tag
+	tag    Tag
 	text   string // the body git am gets: message, ---, diff
 	author string
 	origin string // where it was, for the provenance: "FILE mail 3"
 }
 
-func (e entry) version() int { return max(e.tag.version, 1) }
+func (e entry) version() int { return max(e.tag.Version, 1) }
 
 // at names the mail with its file, for a message about it alone.
 func (e entry) at() string { return e.file + ": " + e.where }
@@ -209,7 +209,7 @@ func (r *reading) read() error {
 		switch {
 		case r.cover != nil:
 			r.notes = append(r.notes, fmt.Sprintf("%s: ignored: %s has its own cover letter", in.coverPath, in.name))
-		case e.tag.n != 0 || e.tag.reply:
+		case e.tag.N != 0 || e.tag.Reply:
 			return fmt.Errorf("%s: not a cover letter (its subject is not [PATCH 0/N])", e.at())
 		default:
 			r.cover = &e
@@ -255,7 +255,7 @@ func (r *reading) bareDiff() error {
 		file:   in.name,
 		where:  "the diff",
 		mail:   mbox.Mail{Index: 1, Raw: in.data, Subject: subject},
-		tag:    tag{subject: subject},
+		tag:    Tag{Subject: subject},
 		text:   "---\n" + text,
 		author: unknownAuthor,
 		origin: in.name,
@@ -266,7 +266,7 @@ func (r *reading) bareDiff() error {
 
 // entry reads what one mail is and carries.
 func (r *reading) entry(m mbox.Mail, file, where, origin string) (entry, error) {
-	e := entry{file: file, where: where, mail: m, tag: parseTag(m.Subject), author: m.From, origin: origin}
+	e := entry{file: file, where: where, mail: m, tag: ParseTag(m.Subject), author: m.From, origin: origin}
 	text, err := r.body(m, e.at())
 	if err != nil {
 		return e, err
@@ -279,10 +279,10 @@ func (r *reading) entry(m mbox.Mail, file, where, origin string) (entry, error) 
 func (r *reading) add(e entry) error {
 	diff := hasDiff(e.text)
 	switch {
-	case e.tag.reply:
+	case e.tag.Reply:
 		r.notes = append(r.notes, fmt.Sprintf("%s: a reply, skipped", e.at()))
 		return nil
-	case e.tag.n == 0 && e.tag.m > 0:
+	case e.tag.N == 0 && e.tag.M > 0:
 		if r.cover != nil {
 			return fmt.Errorf("%s: a second cover letter (the first is %s): two series mixed", e.at(), r.cover.where)
 		}
@@ -346,21 +346,21 @@ func (r *reading) body(m mbox.Mail, where string) (string, error) {
 // checkNumbers checks a numbered series (all: the cover letter first, if
 // any): one M, each N once, none beyond M, none missing.
 func checkNumbers(name string, all []entry) error {
-	total := all[0].tag.m
+	total := all[0].tag.M
 	byN := map[int]entry{}
 	for _, e := range all {
 		switch {
-		case e.tag.m != total:
-			return fmt.Errorf("%s: patches of two series mixed: %s is %d/%d, %s is %d/%d", name, all[0].where, all[0].tag.n, total, e.where, e.tag.n, e.tag.m)
-		case e.tag.n > total:
-			return fmt.Errorf("%s: numbered %d/%d: beyond the series' end", e.at(), e.tag.n, e.tag.m)
-		case e.tag.n == 0:
+		case e.tag.M != total:
+			return fmt.Errorf("%s: patches of two series mixed: %s is %d/%d, %s is %d/%d", name, all[0].where, all[0].tag.N, total, e.where, e.tag.N, e.tag.M)
+		case e.tag.N > total:
+			return fmt.Errorf("%s: numbered %d/%d: beyond the series' end", e.at(), e.tag.N, e.tag.M)
+		case e.tag.N == 0:
 			continue // the cover letter
 		}
-		if prev, ok := byN[e.tag.n]; ok {
-			return fmt.Errorf("%s: two patches numbered %d/%d: %s and %s: two series mixed, or one patch sent twice", name, e.tag.n, total, prev.where, e.where)
+		if prev, ok := byN[e.tag.N]; ok {
+			return fmt.Errorf("%s: two patches numbered %d/%d: %s and %s: two series mixed, or one patch sent twice", name, e.tag.N, total, prev.where, e.where)
 		}
-		byN[e.tag.n] = e
+		byN[e.tag.N] = e
 	}
 	var missing []string
 	for n := 1; n <= total; n++ {
@@ -394,7 +394,7 @@ func (r *reading) check() error {
 	}
 	switch {
 	case len(patches) == 0 && r.cover != nil:
-		return fmt.Errorf("%s: only a cover letter (%s), no patch: the %d patches it announces are missing (b4 am writes them to NAME.mbx, the cover letter to NAME.cover)", name, r.cover.where, r.cover.tag.m)
+		return fmt.Errorf("%s: only a cover letter (%s), no patch: the %d patches it announces are missing (b4 am writes them to NAME.mbx, the cover letter to NAME.cover)", name, r.cover.where, r.cover.tag.M)
 	case len(patches) == 0 && len(noDiff) == 0:
 		return fmt.Errorf("%s: no patches: no mail in it but replies", name)
 	case len(patches) == 0:
@@ -415,13 +415,13 @@ func (r *reading) check() error {
 	// Numbered all or none; one M; each N once; none missing.
 	numbered := 0
 	for _, e := range patches {
-		if e.tag.m > 0 {
+		if e.tag.M > 0 {
 			numbered++
 		}
 	}
 	if numbered == 0 {
-		if r.cover != nil && r.cover.tag.m != len(patches) {
-			return fmt.Errorf("%s: the cover letter (%s) announces %d patches, the input holds %d unnumbered ones", name, r.cover.where, r.cover.tag.m, len(patches))
+		if r.cover != nil && r.cover.tag.M != len(patches) {
+			return fmt.Errorf("%s: the cover letter (%s) announces %d patches, the input holds %d unnumbered ones", name, r.cover.where, r.cover.tag.M, len(patches))
 		}
 		r.patches = patches
 		return nil
@@ -429,7 +429,7 @@ func (r *reading) check() error {
 	if numbered < len(patches) {
 		var with, without entry
 		for _, e := range patches {
-			if e.tag.m > 0 {
+			if e.tag.M > 0 {
 				with = e
 			} else {
 				without = e
@@ -440,7 +440,7 @@ func (r *reading) check() error {
 	if err := checkNumbers(name, all); err != nil {
 		return err
 	}
-	slices.SortStableFunc(patches, func(a, b entry) int { return a.tag.n - b.tag.n })
+	slices.SortStableFunc(patches, func(a, b entry) int { return a.tag.N - b.tag.N })
 	r.patches = patches
 	return nil
 }
@@ -460,8 +460,8 @@ func (r *reading) write(dir string) (s *Series, err error) {
 	sum := sha256.Sum256(r.in.data)
 	s.InputSHA256 = hex.EncodeToString(sum[:])
 	if c := r.cover; c != nil {
-		s.Version, s.RFC = c.version(), c.tag.rfc
-		s.Cover = &Cover{Subject: c.tag.subject, Version: c.version(), Total: c.tag.m, Author: c.author,
+		s.Version, s.RFC = c.version(), c.tag.RFC
+		s.Cover = &Cover{Subject: c.tag.Subject, Version: c.version(), Total: c.tag.M, Author: c.author,
 			BaseCommit: baseCommit(c.text), Origin: c.origin, MailSHA256: sha(c.mail.Raw), Text: c.text}
 		s.BaseCommit = s.Cover.BaseCommit
 		data := mailFile(c.author, c.mail.Date, c.mail.Subject, c.text)
@@ -474,24 +474,24 @@ func (r *reading) write(dir string) (s *Series, err error) {
 	}
 	for i, e := range r.patches {
 		if i == 0 && s.Cover == nil {
-			s.Version, s.RFC = e.version(), e.tag.rfc
+			s.Version, s.RFC = e.version(), e.tag.RFC
 		}
 		if s.BaseCommit == "" {
 			s.BaseCommit = baseCommit(e.text)
 		}
 		prefix := "[PATCH]"
-		if e.tag.m > 0 {
-			prefix = fmt.Sprintf("[PATCH %d/%d]", e.tag.n, e.tag.m)
+		if e.tag.M > 0 {
+			prefix = fmt.Sprintf("[PATCH %d/%d]", e.tag.N, e.tag.M)
 		}
-		data := mailFile(e.author, e.mail.Date, prefix+" "+e.tag.subject, e.text)
-		name := fmt.Sprintf("%04d-%s.patch", i+1, slug(e.tag.subject))
+		data := mailFile(e.author, e.mail.Date, prefix+" "+e.tag.Subject, e.text)
+		name := fmt.Sprintf("%04d-%s.patch", i+1, slug(e.tag.Subject))
 		p := filepath.Join(abs, name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return nil, fmt.Errorf("write %s: %w", name, err)
 		}
 		s.Patches = append(s.Patches, Patch{
-			Path: p, Name: name, Subject: e.tag.subject, SHA256: sha(data), Files: touched(e.text),
-			Author: e.author, Number: e.tag.n, Total: e.tag.m, Trailers: trailers(e.text),
+			Path: p, Name: name, Subject: e.tag.Subject, SHA256: sha(data), Files: touched(e.text),
+			Author: e.author, Number: e.tag.N, Total: e.tag.M, Trailers: trailers(e.text),
 			MailSHA256: sha(e.mail.Raw), Origin: e.origin,
 		})
 	}
@@ -504,9 +504,9 @@ func (r *reading) name() string {
 	if r.in.path != "-" {
 		return strings.TrimSuffix(filepath.Base(r.in.path), filepath.Ext(r.in.path))
 	}
-	subj := r.patches[0].tag.subject
-	if r.cover != nil && r.cover.tag.subject != "" {
-		subj = r.cover.tag.subject
+	subj := r.patches[0].tag.Subject
+	if r.cover != nil && r.cover.tag.Subject != "" {
+		subj = r.cover.tag.Subject
 	}
 	if s := slug(subj); s != "" {
 		return s
@@ -643,10 +643,10 @@ func openFolder(path, dir string) (*Series, error) {
 		if !ok {
 			continue
 		}
-		t := parseTag(m.Subject)
-		p.Author, p.Number, p.Total, p.Trailers = m.From, t.n, t.m, trailers(m.Text)
+		t := ParseTag(m.Subject)
+		p.Author, p.Number, p.Total, p.Trailers = m.From, t.N, t.M, trailers(m.Text)
 		if i == 0 {
-			s.Version, s.RFC = max(t.version, 1), t.rfc
+			s.Version, s.RFC = max(t.Version, 1), t.RFC
 		}
 		if s.BaseCommit == "" {
 			s.BaseCommit = baseCommit(m.Text)
@@ -654,10 +654,10 @@ func openFolder(path, dir string) (*Series, error) {
 	}
 	if len(covers) > 0 {
 		if m, ok := readOne(covers[0]); ok {
-			t := parseTag(m.Subject)
-			s.Cover = &Cover{Subject: t.subject, Version: max(t.version, 1), Total: t.m, Author: m.From,
+			t := ParseTag(m.Subject)
+			s.Cover = &Cover{Subject: t.Subject, Version: max(t.Version, 1), Total: t.M, Author: m.From,
 				BaseCommit: baseCommit(m.Text), Origin: covers[0], MailSHA256: sha(m.Raw), Text: m.Text}
-			s.Version, s.RFC = s.Cover.Version, t.rfc
+			s.Version, s.RFC = s.Cover.Version, t.RFC
 			if s.Cover.BaseCommit != "" {
 				s.BaseCommit = s.Cover.BaseCommit
 			}

@@ -549,20 +549,20 @@ func TestOpenTemporary(t *testing.T) {
 }
 
 func TestParseTag(t *testing.T) {
-	for subject, want := range map[string]tag{
-		"[PATCH] x":                          {subject: "x"},
-		"[PATCH 0/3] x":                      {m: 3, subject: "x"},
-		"[PATCH v2 0/5] mm: x":               {version: 2, m: 5, subject: "mm: x"},
-		"[RFC PATCH v3 1/2] x":               {version: 3, n: 1, m: 2, rfc: true, subject: "x"},
-		"[PATCH net-next v2 03/10] net: x":   {version: 2, n: 3, m: 10, subject: "net: x"},
-		"[PATCHv4 2/2] x":                    {version: 4, n: 2, m: 2, subject: "x"},
-		"[PATCH RESEND,v2 1/1] x":            {version: 2, n: 1, m: 1, subject: "x"},
-		"Re: [PATCH 1/2] x":                  {n: 1, m: 2, reply: true, subject: "x"},
-		"[PATCH 1/2] [RFC] x: y [not a tag]": {n: 1, m: 2, rfc: true, subject: "x: y [not a tag]"},
-		"x: no tag":                          {subject: "x: no tag"},
+	for subject, want := range map[string]Tag{
+		"[PATCH] x":                          {Subject: "x"},
+		"[PATCH 0/3] x":                      {M: 3, Subject: "x"},
+		"[PATCH v2 0/5] mm: x":               {Version: 2, M: 5, Subject: "mm: x"},
+		"[RFC PATCH v3 1/2] x":               {Version: 3, N: 1, M: 2, RFC: true, Subject: "x"},
+		"[PATCH net-next v2 03/10] net: x":   {Version: 2, N: 3, M: 10, Subject: "net: x"},
+		"[PATCHv4 2/2] x":                    {Version: 4, N: 2, M: 2, Subject: "x"},
+		"[PATCH RESEND,v2 1/1] x":            {Version: 2, N: 1, M: 1, Subject: "x"},
+		"Re: [PATCH 1/2] x":                  {N: 1, M: 2, Reply: true, Subject: "x"},
+		"[PATCH 1/2] [RFC] x: y [not a tag]": {N: 1, M: 2, RFC: true, Subject: "x: y [not a tag]"},
+		"x: no tag":                          {Subject: "x: no tag"},
 	} {
-		if got := parseTag(subject); got != want {
-			t.Errorf("parseTag(%q) = %+v, want %+v", subject, got, want)
+		if got := ParseTag(subject); got != want {
+			t.Errorf("ParseTag(%q) = %+v, want %+v", subject, got, want)
 		}
 	}
 }

@@ -60,21 +60,36 @@ func IsMbox(data []byte) bool {
 	return loc != nil && len(bytes.TrimSpace(data[:loc[0]])) == 0
 }
 
-// Read splits an mbox into its mails and decodes each. A mail that cannot
-// be decoded is an error naming its index.
-func Read(data []byte) ([]Mail, error) {
+// Spans are where each mail of an mbox starts and ends in data, its
+// separator line included, without decoding any; nil when data is not an
+// mbox.
+func Spans(data []byte) [][2]int {
 	locs := separator.FindAllIndex(data, -1)
 	if len(locs) == 0 || len(bytes.TrimSpace(data[:locs[0][0]])) != 0 {
-		return nil, errors.New("not an mbox: it does not start with a \"From \" line")
+		return nil
 	}
-	var mails []Mail
+	spans := make([][2]int, len(locs))
 	for i, loc := range locs {
 		end := len(data)
 		if i+1 < len(locs) {
 			end = locs[i+1][0]
 		}
-		m, err := decode(data[loc[1]:end], !unescaped.Match(data[loc[0]:loc[1]]))
-		m.Index, m.Raw = i+1, data[loc[0]:end]
+		spans[i] = [2]int{loc[0], end}
+	}
+	return spans
+}
+
+// Read splits an mbox into its mails and decodes each. A mail that cannot
+// be decoded is an error naming its index.
+func Read(data []byte) ([]Mail, error) {
+	spans := Spans(data)
+	if spans == nil {
+		return nil, errors.New("not an mbox: it does not start with a \"From \" line")
+	}
+	var mails []Mail
+	for i, sp := range spans {
+		m, err := ReadFromLine(data[sp[0]:sp[1]])
+		m.Index = i + 1
 		if err != nil {
 			if m.Subject != "" {
 				return nil, fmt.Errorf("mail %d %q: %w", i+1, m.Subject, err)
@@ -84,6 +99,18 @@ func Read(data []byte) ([]Mail, error) {
 		mails = append(mails, m)
 	}
 	return mails, nil
+}
+
+// ReadFromLine decodes one mail of an mbox, its "From " separator line
+// first, undoing the escaping that line's writer used.
+func ReadFromLine(raw []byte) (Mail, error) {
+	line := raw
+	if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+		line = raw[:i+1]
+	}
+	m, err := decode(raw[len(line):], !unescaped.Match(line))
+	m.Index, m.Raw = 1, raw
+	return m, err
 }
 
 // ReadMail decodes one mail that has no separator line (and so no
