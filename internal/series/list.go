@@ -133,12 +133,12 @@ var (
 	diffStat   = regexp.MustCompile(`(?m)^ (\d+) files? changed`)
 )
 
-// checkDiff finds a diff cut short, as a truncated mbox or a mailer that
+// CheckDiff finds a diff cut short, as a truncated mbox or a mailer that
 // dropped lines leaves it: a hunk with fewer lines than its @@ header
 // counts, a file with a ---/+++ header and no hunk, or fewer files than
 // the diffstat announces. git apply would say "corrupt patch" with a line
 // number in a temporary file; this says which file and hunk.
-func checkDiff(text string) error {
+func CheckDiff(text string) error {
 	// Blank lines at the end are the mbox's, not the diff's: a mail cut
 	// mid-hunk must not have them taken for context lines.
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")

@@ -183,7 +183,7 @@ func (r *reading) read() error {
 		r.kind, mails = KindMail, []mbox.Mail{m}
 	case !utf8.Valid(in.data):
 		return fmt.Errorf("%s: not a text file (not UTF-8, no mail headers): not a patch, an mbox or a mail", in.name)
-	case hasDiff(text):
+	case HasDiff(text):
 		return r.bareDiff()
 	default:
 		return fmt.Errorf("%s: not a patch: no \"From \" line of an mbox, no mail headers and no diff", in.name)
@@ -247,7 +247,7 @@ func (r *reading) bareDiff() error {
 		subject = "patch from standard input"
 	}
 	text := string(lfBytes(in.data))
-	if err := checkDiff(text); err != nil {
+	if err := CheckDiff(text); err != nil {
 		return fmt.Errorf("%s: %w", in.name, err)
 	}
 	r.kind = KindDiff
@@ -277,7 +277,7 @@ func (r *reading) entry(m mbox.Mail, file, where, origin string) (entry, error) 
 
 // add files a mail as the cover letter, a patch, or a skipped reply.
 func (r *reading) add(e entry) error {
-	diff := hasDiff(e.text)
+	diff := HasDiff(e.text)
 	switch {
 	case e.tag.Reply:
 		r.notes = append(r.notes, fmt.Sprintf("%s: a reply, skipped", e.at()))
@@ -297,7 +297,7 @@ func (r *reading) add(e entry) error {
 	case e.author == "":
 		return fmt.Errorf("%s: no From: header: git am needs the author", e.at())
 	}
-	if err := checkDiff(e.text); err != nil {
+	if err := CheckDiff(e.text); err != nil {
 		return fmt.Errorf("%s: %w", e.at(), err)
 	}
 	r.patches = append(r.patches, e)
@@ -318,10 +318,10 @@ func (r *reading) body(m mbox.Mail, where string) (string, error) {
 		switch {
 		case a.Type == "application/pgp-signature" || a.Type == "application/pkcs7-signature":
 			continue
-		case isText && hasDiff(string(data)) && (strings.HasPrefix(a.Type, "text/") || a.Type == "application/octet-stream" ||
+		case isText && HasDiff(string(data)) && (strings.HasPrefix(a.Type, "text/") || a.Type == "application/octet-stream" ||
 			a.Type == "application/x-patch" || a.Type == "application/x-diff"):
 			switch {
-			case hasDiff(text):
+			case HasDiff(text):
 				text = strings.TrimRight(text, "\n") + "\n"
 			case slices.Contains(strings.Split(text, "\n"), "---"):
 				text = strings.TrimRight(text, "\n") + "\n\n"
@@ -386,7 +386,7 @@ func (r *reading) check() error {
 	name := r.in.name
 	var patches, noDiff []entry
 	for _, e := range r.patches {
-		if hasDiff(e.text) {
+		if HasDiff(e.text) {
 			patches = append(patches, e)
 		} else {
 			noDiff = append(noDiff, e)
@@ -465,7 +465,7 @@ func (r *reading) write(dir string) (s *Series, err error) {
 			BaseCommit: baseCommit(c.text), Origin: c.origin, MailSHA256: sha(c.mail.Raw), Text: c.text}
 		s.BaseCommit = s.Cover.BaseCommit
 		data := mailFile(c.author, c.mail.Date, c.mail.Subject, c.text)
-		if hasDiff(string(data)) {
+		if HasDiff(string(data)) {
 			// Load would take an interdiff's lines for a patch.
 			s.Notes = append(s.Notes, fmt.Sprintf("%s: cover letter carries a diff (an interdiff?): kept in the provenance, not written to %s", c.at(), abs))
 		} else if err := os.WriteFile(filepath.Join(abs, "0000-cover-letter.patch"), data, 0o644); err != nil {
@@ -490,7 +490,7 @@ func (r *reading) write(dir string) (s *Series, err error) {
 			return nil, fmt.Errorf("write %s: %w", name, err)
 		}
 		s.Patches = append(s.Patches, Patch{
-			Path: p, Name: name, Subject: e.tag.Subject, SHA256: sha(data), Files: touched(e.text),
+			Path: p, Name: name, Subject: e.tag.Subject, SHA256: sha(data), Files: Touched(e.text),
 			Author: e.author, Number: e.tag.N, Total: e.tag.M, Trailers: trailers(e.text),
 			MailSHA256: sha(e.mail.Raw), Origin: e.origin,
 		})

@@ -584,9 +584,9 @@ func TestCheckDiff(t *testing.T) {
 		{"diff --git a/x b/x\n--- a/x\n+++ b/x\n", "diff of x has no hunk after its header"},
 		{" 2 files changed\n\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "the diffstat says 2 files changed but the diff has 1"},
 	} {
-		err := checkDiff(tc.diff)
+		err := CheckDiff(tc.diff)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("checkDiff(%q) = %v, want %q", tc.diff, err, tc.want)
+			t.Errorf("CheckDiff(%q) = %v, want %q", tc.diff, err, tc.want)
 		}
 	}
 }

@@ -194,7 +194,7 @@ func looksLikePatchMail(p string) bool {
 	n, _ := io.ReadFull(f, head)
 	text := strings.ReplaceAll(string(head[:n]), "\r\n", "\n")
 	mail := mboxFrom.MatchString(text) || rawSubject(text) != ""
-	return mail && (hasDiff(text) || strings.HasPrefix(rawSubject(text), "[PATCH"))
+	return mail && (HasDiff(text) || strings.HasPrefix(rawSubject(text), "[PATCH"))
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -220,7 +220,7 @@ func readPatch(p string) (Patch, string, error) {
 		return Patch{}, "", fmt.Errorf("%s: holds %d mails: lab applies one patch per file; split it with git mailsplit -o FOLDER %s", p, mails(text), name)
 	}
 	subj := subject(text)
-	diff := hasDiff(text)
+	diff := HasDiff(text)
 	switch {
 	case !diff && (strings.HasPrefix(name, "0000-") || coverSubject(text)):
 		return Patch{}, fmt.Sprintf("%s: cover letter (no diff), skipped", name), nil
@@ -230,7 +230,7 @@ func readPatch(p string) (Patch, string, error) {
 		return Patch{}, "", fmt.Errorf("%s: %q has no diff: nothing to apply", p, subj)
 	}
 	sum := sha256.Sum256(data)
-	return Patch{Path: p, Name: name, Subject: subj, SHA256: hex.EncodeToString(sum[:]), CRLF: crlf, Files: touched(text)}, "", nil
+	return Patch{Path: p, Name: name, Subject: subj, SHA256: hex.EncodeToString(sum[:]), CRLF: crlf, Files: Touched(text)}, "", nil
 }
 
 // mboxFrom is the "From " line that starts each mail of an mbox (git
@@ -239,8 +239,8 @@ var mboxFrom = regexp.MustCompile(`(?m)^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) 
 
 func mails(text string) int { return len(mboxFrom.FindAllStringIndex(text, -1)) }
 
-// touched lists the files a patch changes, in the order of its diff.
-func touched(text string) []string {
+// Touched lists the files a patch changes, in the order of its diff.
+func Touched(text string) []string {
 	var files []string
 	seen := map[string]bool{}
 	for _, l := range strings.Split(text, "\n") {
@@ -276,8 +276,8 @@ func (s *Series) Touching(file string) []string {
 	return out
 }
 
-// hasDiff reports whether the mail carries a diff git can apply.
-func hasDiff(text string) bool {
+// HasDiff reports whether the mail carries a diff git can apply.
+func HasDiff(text string) bool {
 	for _, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "+++ ") {
 			return true

@@ -226,8 +226,8 @@ func TestCRLF(t *testing.T) {
 // printed its path.
 func TestTouching(t *testing.T) {
 	s := &Series{Patches: []Patch{
-		{Name: "0001-a.patch", Files: touched("--- a/kernel/events/uprobes.c\n+++ b/kernel/events/uprobes.c\n")},
-		{Name: "0002-b.patch", Files: touched("--- a/init/main.c\n+++ b/init/main.c\n--- /dev/null\n+++ b/kernel/new.c\n")},
+		{Name: "0001-a.patch", Files: Touched("--- a/kernel/events/uprobes.c\n+++ b/kernel/events/uprobes.c\n")},
+		{Name: "0002-b.patch", Files: Touched("--- a/init/main.c\n+++ b/init/main.c\n--- /dev/null\n+++ b/kernel/new.c\n")},
 	}}
 	for file, want := range map[string]string{
 		"kernel/events/uprobes.c":                                   "0001-a.patch",
