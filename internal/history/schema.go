@@ -94,10 +94,12 @@ var migrations = []migration{
 		mode TEXT NOT NULL,
 		sha256 TEXT NOT NULL,
 		PRIMARY KEY (run, variant))`}},
+	{"the list watcher's state", watchTables},
 }
 
 // labTables are the tables the migrations make, besides schema_version.
-var labTables = []string{"runs", "boots", "figures", "commits", "culprits", "run_series"}
+var labTables = []string{"runs", "boots", "figures", "commits", "culprits", "run_series",
+	"watch_cursors", "watch_mails", "watch_series", "watch_outbox"}
 
 // dialect is what differs between the two databases.
 type dialect struct {

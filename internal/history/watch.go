@@ -1,0 +1,275 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The list watcher's state lives in the history beside the runs it makes,
+// so that one database is what a team backs up and shares, and a watcher
+// killed at any point finds everything it had done: where it had read to
+// in each inbox, every mail it read (what it was, and why it was dropped),
+// each series and what became of it, and every reply with whether it was
+// delivered.
+
+// watchTables is the schema step that makes them.
+var watchTables = []string{
+	`CREATE TABLE watch_cursors (
+		inbox TEXT NOT NULL PRIMARY KEY,
+		cursor TEXT NOT NULL,
+		updated TEXT NOT NULL)`,
+	`CREATE TABLE watch_mails (
+		message_id TEXT NOT NULL PRIMARY KEY,
+		inbox TEXT NOT NULL,
+		place TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		reason TEXT NOT NULL,
+		arrived TEXT NOT NULL,
+		raw TEXT NOT NULL)`,
+	`CREATE INDEX watch_mails_inbox ON watch_mails (inbox, kind)`,
+	`CREATE TABLE watch_series (
+		posting TEXT NOT NULL PRIMARY KEY,
+		inbox TEXT NOT NULL,
+		lab TEXT NOT NULL,
+		name TEXT NOT NULL,
+		version INTEGER NOT NULL,
+		previous TEXT NOT NULL,
+		state TEXT NOT NULL,
+		why TEXT NOT NULL,
+		base TEXT NOT NULL,
+		run_dir TEXT NOT NULL,
+		reply TEXT NOT NULL,
+		updated TEXT NOT NULL)`,
+	`CREATE TABLE watch_outbox (
+		id {{id}},
+		message_id TEXT NOT NULL UNIQUE,
+		posting TEXT NOT NULL,
+		recipients TEXT NOT NULL,
+		raw TEXT NOT NULL,
+		state TEXT NOT NULL,
+		error TEXT NOT NULL,
+		queued TEXT NOT NULL,
+		sent TEXT NOT NULL)`,
+}
+
+// WatchMail is one mail the watcher read.
+type WatchMail struct {
+	MessageID string
+	Inbox     string
+	Where     string // its place in the inbox (inbox.Mail.Where)
+	Kind      string // listseries.Kind
+	Reason    string // why it was dropped, for a broken or other mail
+	Arrived   time.Time
+	Raw       []byte // kept for patches and cover letters only
+}
+
+// WatchCursor is where the last read of inbox ended, "" before the first.
+func (s *Store) WatchCursor(ctx context.Context, inbox string) (string, error) {
+	var cur string
+	err := s.db.QueryRowContext(ctx, s.d.q(`SELECT cursor FROM watch_cursors WHERE inbox = ?`), inbox).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return cur, s.explain(err)
+}
+
+// SaveWatchCursor records where the last read of inbox ended.
+func (s *Store) SaveWatchCursor(ctx context.Context, inbox, cursor string) error {
+	_, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO watch_cursors (inbox, cursor, updated) VALUES (?, ?, ?)
+		ON CONFLICT (inbox) DO UPDATE SET cursor = excluded.cursor, updated = excluded.updated`),
+		inbox, cursor, time.Now().UTC().Format(timeLayout))
+	return s.explain(err)
+}
+
+// AddWatchMail records a mail; false when one of its Message-ID was
+// recorded before (the same mail delivered twice, or read again after a
+// rewritten inbox), which is then left as it was.
+func (s *Store) AddWatchMail(ctx context.Context, m WatchMail) (bool, error) {
+	res, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO watch_mails (message_id, inbox, place, kind, reason, arrived, raw)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
+		m.MessageID, m.Inbox, m.Where, m.Kind, m.Reason, m.Arrived.UTC().Format(timeLayout), base64.StdEncoding.EncodeToString(m.Raw))
+	if err != nil {
+		return false, fmt.Errorf("mail %s: %w", m.MessageID, s.explain(err))
+	}
+	n, err := res.RowsAffected()
+	return n == 1, s.explain(err)
+}
+
+// WatchMails are the mails of inbox of the given kinds, in the order they
+// were read.
+func (s *Store) WatchMails(ctx context.Context, inbox string, kinds ...string) ([]WatchMail, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q(`SELECT message_id, inbox, place, kind, reason, arrived, raw FROM watch_mails
+		WHERE inbox = ? ORDER BY arrived, message_id`), inbox)
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	defer rows.Close()
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	var out []WatchMail
+	for rows.Next() {
+		var m WatchMail
+		var arrived, raw string
+		if err := rows.Scan(&m.MessageID, &m.Inbox, &m.Where, &m.Kind, &m.Reason, &arrived, &raw); err != nil {
+			return nil, s.explain(err)
+		}
+		if len(kinds) > 0 && !want[m.Kind] {
+			continue
+		}
+		if m.Arrived, err = time.Parse(time.RFC3339Nano, arrived); err != nil {
+			return nil, fmt.Errorf("mail %s: time %q: %w", m.MessageID, arrived, err)
+		}
+		if m.Raw, err = base64.StdEncoding.DecodeString(raw); err != nil {
+			return nil, fmt.Errorf("mail %s: %w", m.MessageID, err)
+		}
+		out = append(out, m)
+	}
+	return out, s.explain(rows.Err())
+}
+
+// WatchSeries is a series the watcher assembled, and what became of it.
+type WatchSeries struct {
+	Posting  string // the posting's key (listseries.Posting.Key)
+	Inbox    string
+	Lab      string
+	Name     string // "[PATCH v2 0/2] uprobes: ..."
+	Version  int
+	Previous string // the posting of the version it follows; "" for none
+	State    string // waiting, skipped, incomplete, queued, running, answered, failed
+	Why      string
+	Base     string // what it was applied on, and why
+	RunDir   string
+	Reply    string // the reply's Message-ID
+	Updated  time.Time
+}
+
+// PutWatchSeries records a series' state, replacing what was recorded.
+func (s *Store) PutWatchSeries(ctx context.Context, w WatchSeries) error {
+	return s.putWatchSeries(ctx, s.db, w)
+}
+
+func (s *Store) putWatchSeries(ctx context.Context, db execer, w WatchSeries) error {
+	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO watch_series (posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (posting) DO UPDATE SET inbox = excluded.inbox, lab = excluded.lab, name = excluded.name, version = excluded.version,
+		previous = excluded.previous, state = excluded.state, why = excluded.why, base = excluded.base, run_dir = excluded.run_dir,
+		reply = excluded.reply, updated = excluded.updated`),
+		w.Posting, w.Inbox, w.Lab, w.Name, w.Version, w.Previous, w.State, w.Why, w.Base, w.RunDir, w.Reply, time.Now().UTC().Format(timeLayout))
+	if err != nil {
+		return fmt.Errorf("series %s: %w", w.Name, s.explain(err))
+	}
+	return nil
+}
+
+// WatchSeriesList is every series of inbox ("" for every inbox), oldest
+// first.
+func (s *Store) WatchSeriesList(ctx context.Context, inbox string) ([]WatchSeries, error) {
+	stmt := `SELECT posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated FROM watch_series`
+	var args []any
+	if inbox != "" {
+		stmt += ` WHERE inbox = ?`
+		args = append(args, inbox)
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.q(stmt+` ORDER BY updated, posting`), args...)
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	defer rows.Close()
+	var out []WatchSeries
+	for rows.Next() {
+		var w WatchSeries
+		var updated string
+		if err := rows.Scan(&w.Posting, &w.Inbox, &w.Lab, &w.Name, &w.Version, &w.Previous, &w.State, &w.Why, &w.Base, &w.RunDir, &w.Reply, &updated); err != nil {
+			return nil, s.explain(err)
+		}
+		if w.Updated, err = time.Parse(time.RFC3339Nano, updated); err != nil {
+			return nil, fmt.Errorf("series %s: time %q: %w", w.Name, updated, err)
+		}
+		out = append(out, w)
+	}
+	return out, s.explain(rows.Err())
+}
+
+// OutMail is a reply in the outbox.
+type OutMail struct {
+	ID         int64
+	MessageID  string
+	Posting    string
+	Recipients string // comma-separated; "" for the Maildir only
+	Raw        []byte
+	// State is queued (not yet handed to anyone), sending (handed to the
+	// MTA, not known to be taken: a watcher killed in between), sent or
+	// failed.
+	State  string
+	Error  string
+	Queued time.Time
+	Sent   time.Time
+}
+
+// Answer records a series answered and queues its reply, in one
+// transaction: a watcher killed before it answers again, one killed after
+// it finds the reply queued.
+func (s *Store) Answer(ctx context.Context, w WatchSeries, reply OutMail) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(err)
+	}
+	defer tx.Rollback()
+	w.Reply = reply.MessageID
+	if err := s.putWatchSeries(ctx, tx, w); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, s.d.q(`INSERT INTO watch_outbox (message_id, posting, recipients, raw, state, error, queued, sent)
+		VALUES (?, ?, ?, ?, 'queued', '', ?, '')`),
+		reply.MessageID, w.Posting, reply.Recipients, base64.StdEncoding.EncodeToString(reply.Raw), time.Now().UTC().Format(timeLayout))
+	if err != nil {
+		return fmt.Errorf("reply %s: %w", reply.MessageID, s.explain(err))
+	}
+	return s.explain(tx.Commit())
+}
+
+// Outbox lists the replies in the given states (every reply when none),
+// oldest first.
+func (s *Store) Outbox(ctx context.Context, states ...string) ([]OutMail, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q(`SELECT id, message_id, posting, recipients, raw, state, error, queued, sent FROM watch_outbox ORDER BY id`))
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	defer rows.Close()
+	var out []OutMail
+	for rows.Next() {
+		var m OutMail
+		var raw, queued, sent string
+		if err := rows.Scan(&m.ID, &m.MessageID, &m.Posting, &m.Recipients, &raw, &m.State, &m.Error, &queued, &sent); err != nil {
+			return nil, s.explain(err)
+		}
+		if len(states) > 0 && !slices.Contains(states, m.State) {
+			continue
+		}
+		if m.Raw, err = base64.StdEncoding.DecodeString(raw); err != nil {
+			return nil, fmt.Errorf("reply %s: %w", m.MessageID, err)
+		}
+		m.Queued, _ = time.Parse(time.RFC3339Nano, queued)
+		m.Sent, _ = time.Parse(time.RFC3339Nano, sent)
+		out = append(out, m)
+	}
+	return out, s.explain(rows.Err())
+}
+
+// MarkOut records what became of a reply: sending before it is handed
+// to the MTA, then sent or failed (with the error).
+func (s *Store) MarkOut(ctx context.Context, id int64, state, errText string) error {
+	sent := ""
+	if state == "sent" {
+		sent = time.Now().UTC().Format(timeLayout)
+	}
+	_, err := s.db.ExecContext(ctx, s.d.q(`UPDATE watch_outbox SET state = ?, error = ?, sent = ? WHERE id = ?`), state, errText, sent, id)
+	return s.explain(err)
+}
