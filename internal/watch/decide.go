@@ -1,0 +1,151 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"lab/internal/history"
+	"lab/internal/listseries"
+)
+
+// The states a series goes through. waiting and queued are revisited at
+// every pass; running is a pass that was killed mid-run, and runs again;
+// the others are final.
+const (
+	StateWaiting    = "waiting"
+	StateIncomplete = "incomplete"
+	StateSkipped    = "skipped"
+	StateQueued     = "queued"
+	StateRunning    = "running"
+	StateAnswered   = "answered"
+)
+
+func final(state string) bool {
+	return state == StateIncomplete || state == StateSkipped || state == StateAnswered
+}
+
+// queued is a series to run.
+type queued struct {
+	series  history.WatchSeries
+	posting *listseries.Posting
+	prev    *listseries.Posting // the version it follows, nil for none
+	lab     Lab
+}
+
+// decide gives every posting not yet settled its state: waiting for its
+// parts (or incomplete after Wait), skipped when no watched lab's paths or
+// subject cover it, else queued on the first lab that does.
+func decide(ctx context.Context, c Config, postings []*listseries.Posting, asm *listseries.Assembler, st *Stats) ([]queued, error) {
+	list, err := c.History.WatchSeriesList(ctx, c.Inbox.Path)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]history.WatchSeries{}
+	for _, w := range list {
+		known[w.Posting] = w
+	}
+	var out []queued
+	for _, p := range postings {
+		was, seen := known[p.Key]
+		if seen && final(was.State) {
+			continue
+		}
+		w := history.WatchSeries{Posting: p.Key, Inbox: c.Inbox.Path, Name: p.Name(), Version: p.Version}
+		prev := asm.Previous(p)
+		if prev != nil {
+			w.Previous = prev.Key
+		}
+		var lab *Lab
+		switch missing := p.Missing(); {
+		case len(missing) > 0 && c.Now().Sub(p.First) < c.Wait:
+			w.State, w.Why = StateWaiting, fmt.Sprintf("patches %s of %d not come yet", numbers(missing), p.Total)
+			st.Waiting++
+		case len(missing) > 0:
+			w.State, w.Why = StateIncomplete, fmt.Sprintf("patches %s of %d never came (waited %s)", numbers(missing), p.Total, c.Wait)
+			st.Incomplete++
+		default:
+			lab, w.Why = c.match(p)
+			if lab == nil {
+				w.State = StateSkipped
+				st.Skipped++
+			} else {
+				w.State, w.Lab = StateQueued, lab.Spec.Name
+			}
+		}
+		if !seen || was.State != w.State || was.Why != w.Why {
+			if err := c.History.PutWatchSeries(ctx, w); err != nil {
+				return nil, err
+			}
+			if w.State != StateWaiting {
+				fmt.Fprintf(c.Out, "watch: %s: %s: %s\n", p.Name(), w.State, w.Why)
+			}
+		}
+		if lab != nil {
+			if prev != nil && !prev.Complete() {
+				prev = nil
+			}
+			out = append(out, queued{series: w, posting: p, prev: prev, lab: *lab})
+		}
+	}
+	return out, nil
+}
+
+// match is the first lab whose paths or subject cover the posting, and
+// why; nil and why not when none does.
+func (c Config) match(p *listseries.Posting) (*Lab, string) {
+	for i := range c.Labs {
+		l := &c.Labs[i]
+		if files := p.Touches(l.Paths); len(files) > 0 {
+			return l, fmt.Sprintf("touches %s, which lab %s measures", strings.Join(files, ", "), l.Spec.Name)
+		}
+		if l.Subject != nil && l.Subject.MatchString(p.Subject) {
+			return l, fmt.Sprintf("its subject matches lab %s's %q", l.Spec.Name, l.Subject)
+		}
+	}
+	return nil, fmt.Sprintf("touches none of the watched paths (%s)", strings.Join(p.Files(), ", "))
+}
+
+func numbers(list []int) string {
+	s := make([]string, len(list))
+	for i, n := range list {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// answer runs one queued series and queues its reply. A run stopped by
+// the context leaves the series running, to be run again by the next pass;
+// any other failure of the run is an answer of its own kind (infra).
+func answer(ctx context.Context, c Config, q queued) error {
+	w, p := q.series, q.posting
+	w.State = StateRunning
+	if err := c.History.PutWatchSeries(ctx, w); err != nil {
+		return err
+	}
+	job := Job{Lab: q.lab.Spec, BaseCommit: p.BaseCommit()}
+	name := "patched"
+	if q.prev != nil {
+		job.Versions = append(job.Versions, Version{Name: fmt.Sprintf("v%d", q.prev.Version), Mbox: q.prev.Mbox(), Posting: q.prev})
+		name = fmt.Sprintf("v%d", p.Version)
+	}
+	job.Versions = append(job.Versions, Version{Name: name, Mbox: p.Mbox(), Posting: p})
+	fmt.Fprintf(c.Out, "watch: %s: running on lab %s\n", p.Name(), q.lab.Spec.Name)
+	res, err := c.Env.Run(ctx, job)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		res = &Result{Kind: Infra, Summary: err.Error()}
+	}
+	reply, err := compose(c, job, res)
+	if err != nil {
+		return err
+	}
+	w.State, w.Why, w.Base, w.RunDir = StateAnswered, string(res.Kind), res.Base, res.RunDir
+	if err := c.History.Answer(ctx, w, reply); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)
+	return nil
+}

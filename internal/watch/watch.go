@@ -1,0 +1,228 @@
+// Package watch is lab watch: it reads a list's archive since the last
+// read, assembles the series posted there, runs each one that touches what
+// a watched lab measures (with the version it follows, when there is one,
+// in the same interleaved run), and queues a reply to the series' thread.
+// Everything it does is recorded in the history first, so that a watcher
+// killed at any point and started again loses nothing and answers nothing
+// twice. Building and booting are its Env's (the shared core's, through
+// lab run); delivering the replies is internal/outbox's.
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"lab/internal/history"
+	"lab/internal/inbox"
+	"lab/internal/listseries"
+	"lab/internal/spec"
+)
+
+// Lab is a lab the watcher runs series on, and what makes a series its.
+type Lab struct {
+	Spec *spec.Lab
+	// Paths are the files and folders its benchmarks exercise
+	// (kernel/events/uprobes.c, kernel/trace/): a series touching one is
+	// run. Globs are allowed (kernel/trace/*probe*.c).
+	Paths []string
+	// Subject runs a series whose subject matches, whatever it touches.
+	Subject *regexp.Regexp
+}
+
+// Config is one watcher.
+type Config struct {
+	Inbox   *inbox.Archive
+	Labs    []Lab
+	History *history.Store
+	Env     Env
+	// Wait is how long a series whose parts have not all come is waited
+	// for before it is recorded incomplete.
+	Wait time.Duration
+	// Recipients says who a reply is addressed to.
+	Recipients Recipients
+	// From is the replies' sender, "lab <lab@localhost>" by default.
+	From string
+	Now  func() time.Time
+	Out  io.Writer
+}
+
+// Env runs a series on a lab: lab run's path, or a fake in tests.
+type Env interface {
+	Run(ctx context.Context, job Job) (*Result, error)
+}
+
+// Job is one run the watcher asks for.
+type Job struct {
+	Lab *spec.Lab
+	// Versions are the posting's series and, before it, the version it
+	// follows: each a kernel against one baseline, the newer also judged
+	// against the older.
+	Versions []Version
+	// BaseCommit is the posting's base-commit:, "" when it names none.
+	BaseCommit string
+}
+
+// Version is one series of a job.
+type Version struct {
+	Name    string // its kernel's name: "v1", "v2" (or "patched" alone)
+	Mbox    []byte // the posting as an mbox (b4's form)
+	Posting *listseries.Posting
+}
+
+// Kind is what a run came to, each a reply of its own form: only a
+// verdict speaks of faster or slower.
+type Kind string
+
+const (
+	Verdict    Kind = "verdict"     // measured: the table and a verdict per claim
+	NotApplied Kind = "not-applied" // the series applies on no base: patch, file, hunk
+	SameImage  Kind = "no-change"   // the kernels are one image: no code change
+	Infra      Kind = "infra"       // the build or a boot failed for a reason not the series'
+	Noisy      Kind = "too-noisy"   // measured, but the noise hides any change of interest
+)
+
+// Result is what the Env found, rendered for the reply.
+type Result struct {
+	Kind    Kind
+	Summary string // the reply's body after its header: the report, or what failed
+	Base    string // what the series was applied on, and why
+	Machine string // the host and accelerator
+	Repro   string // the command that runs it again
+	RunDir  string
+	Results []byte // results.json, attached
+}
+
+// Stats are what one pass did.
+type Stats struct {
+	Read, Duplicates int
+	ByKind           map[listseries.Kind]int
+	Notes            []string
+	Waiting, Skipped int
+	Incomplete       int
+	Answered         int
+}
+
+// Once reads the inbox, records what it found, runs every series queued
+// (one at a time) and queues their replies. Delivering them is the
+// caller's next step (outbox.Deliver).
+func Once(ctx context.Context, c Config) (*Stats, error) {
+	c.defaults()
+	st := &Stats{ByKind: map[listseries.Kind]int{}}
+	if err := scan(ctx, c, st); err != nil {
+		return st, err
+	}
+	postings, asm, err := assemble(ctx, c)
+	if err != nil {
+		return st, err
+	}
+	todo, err := decide(ctx, c, postings, asm, st)
+	if err != nil {
+		return st, err
+	}
+	for _, q := range todo {
+		if err := answer(ctx, c, q); err != nil {
+			return st, err
+		}
+		st.Answered++
+	}
+	return st, nil
+}
+
+func (c *Config) defaults() {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.From == "" {
+		c.From = "lab <lab@localhost>"
+	}
+	if c.Wait == 0 {
+		c.Wait = 2 * time.Hour
+	}
+}
+
+// scan reads what the inbox gained and records each mail once. The cursor
+// is saved after the mails: a watcher killed between reads them again,
+// and the history knows them by Message-ID.
+func scan(ctx context.Context, c Config, st *Stats) error {
+	var cur inbox.Cursor
+	saved, err := c.History.WatchCursor(ctx, c.Inbox.Path)
+	if err != nil {
+		return err
+	}
+	if saved != "" {
+		if err := json.Unmarshal([]byte(saved), &cur); err != nil {
+			return fmt.Errorf("inbox %s: the cursor the history holds: %w", c.Inbox.Path, err)
+		}
+	}
+	next, notes, err := c.Inbox.Read(ctx, cur, func(m inbox.Mail) error {
+		return record(ctx, c, m, st)
+	})
+	for _, n := range notes {
+		st.Notes = append(st.Notes, n.Text)
+		fmt.Fprintf(c.Out, "watch: %s\n", n.Text)
+	}
+	data, jerr := json.Marshal(next)
+	if jerr != nil {
+		return jerr
+	}
+	if serr := c.History.SaveWatchCursor(ctx, c.Inbox.Path, string(data)); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// record classifies one mail and writes it to the history; a mail seen
+// before (a second delivery, an inbox read again) is counted, not kept.
+func record(ctx context.Context, c Config, m inbox.Mail, st *Stats) error {
+	st.Read++
+	if m.Removed {
+		fmt.Fprintf(c.Out, "watch: %s: a mail removed from the archive\n", m.Where)
+		return nil
+	}
+	msg := listseries.Classify(m.Raw)
+	id := msg.ID
+	if id == "" {
+		id = "no-message-id:" + c.Inbox.Path + ":" + m.Where
+	}
+	w := history.WatchMail{MessageID: id, Inbox: c.Inbox.Path, Where: m.Where, Kind: string(msg.Kind), Reason: msg.Reason, Arrived: c.Now()}
+	if msg.Kind == listseries.Patch || msg.Kind == listseries.Cover {
+		w.Raw = m.Raw
+	}
+	added, err := c.History.AddWatchMail(ctx, w)
+	if err != nil {
+		return err
+	}
+	if !added {
+		st.Duplicates++
+		return nil
+	}
+	st.ByKind[msg.Kind]++
+	if msg.Kind == listseries.Broken {
+		fmt.Fprintf(c.Out, "watch: %s %q: dropped: %s\n", m.Where, msg.Subject, msg.Reason)
+	}
+	return nil
+}
+
+// assemble makes the postings again from every patch and cover letter the
+// history holds for the inbox.
+func assemble(ctx context.Context, c Config) ([]*listseries.Posting, *listseries.Assembler, error) {
+	mails, err := c.History.WatchMails(ctx, c.Inbox.Path, string(listseries.Patch), string(listseries.Cover))
+	if err != nil {
+		return nil, nil, err
+	}
+	asm := listseries.NewAssembler()
+	for _, w := range mails {
+		m := listseries.Classify(w.Raw)
+		if _, err := asm.Add(&m, w.Arrived); err != nil {
+			fmt.Fprintf(c.Out, "watch: %s: %v\n", w.MessageID, err)
+		}
+	}
+	return asm.Postings(), asm, nil
+}

@@ -1,0 +1,207 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lab/internal/history"
+	"lab/internal/inbox"
+	"lab/internal/outbox"
+	"lab/internal/spec"
+	"lab/internal/testenv"
+)
+
+// patchBody is patch n of the lazy uprobe args buffer series as lab ships
+// it, after git format-patch's headers.
+func patchBody(t *testing.T, n int) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))
+	slices.Sort(files)
+	data, err := os.ReadFile(files[n-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(data), "\n\n")
+	return body
+}
+
+func mailOf(headers [][2]string, body string) []byte {
+	var b strings.Builder
+	for _, h := range headers {
+		fmt.Fprintf(&b, "%s: %s\n", h[0], h[1])
+	}
+	b.WriteString("\n" + body)
+	return []byte(b.String())
+}
+
+// lazySeries is the lazy-buffer series as git send-email posts version v:
+// a cover letter (in reply to the previous version's, when given), and
+// each patch in reply to it.
+func lazySeries(t *testing.T, v int, prevCover string) [][]byte {
+	cover := fmt.Sprintf("lazy-v%d@kernel.org", v)
+	tag := "PATCH"
+	if v > 1 {
+		tag = fmt.Sprintf("PATCH v%d", v)
+	}
+	from := [2]string{"From", "Andrii Nakryiko <andrii@kernel.org>"}
+	to := [2]string{"To", "test-list@example.org"}
+	h := [][2]string{from, to, {"Subject", fmt.Sprintf("[%s 0/2] uprobes: two common case speed ups", tag)}, {"Message-ID", "<" + cover + ">"},
+		{"Date", fmt.Sprintf("Mon, 1%d Mar 2024 11:17:27 -0700", v)}}
+	body := "Two speed ups of the uprobe hit path.\n"
+	if prevCover != "" {
+		h = append(h, [2]string{"In-Reply-To", "<" + prevCover + ">"}, [2]string{"References", "<" + prevCover + ">"})
+		body += "\nChanges in v2:\n- commit messages\n- Link to v1: https://lore.kernel.org/r/" + prevCover + "\n"
+	}
+	mails := [][]byte{mailOf(h, body)}
+	for n, subject := range []string{"uprobes: prepare uprobe args buffer lazily", "uprobes: prevent mutex_lock() under rcu_read_lock()"} {
+		mails = append(mails, mailOf([][2]string{from, to, {"Subject", fmt.Sprintf("[%s %d/2] %s", tag, n+1, subject)},
+			{"Message-ID", fmt.Sprintf("<lazy-v%d-%d@kernel.org>", v, n+1)}, {"In-Reply-To", "<" + cover + ">"}, {"References", "<" + cover + ">"},
+			{"Date", fmt.Sprintf("Mon, 1%d Mar 2024 11:17:2%d -0700", v, n+1)}}, patchBody(t, n+1)))
+	}
+	return mails
+}
+
+// unrelated is a patch to a file no watched lab measures.
+func unrelated() []byte {
+	return mailOf([][2]string{{"From", "Mm Dev <mm@example.org>"}, {"Subject", "[PATCH] mm: fix a comment"}, {"Message-ID", "<mm-1@example.org>"}},
+		"A comment.\n---\n mm/memory.c | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\ndiff --git a/mm/memory.c b/mm/memory.c\n--- a/mm/memory.c\n+++ b/mm/memory.c\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n")
+}
+
+// fakeEnv records the jobs it is given and answers each with a verdict;
+// stop, when set, cancels the pass instead on that call (a watcher killed
+// mid-run).
+type fakeEnv struct {
+	jobs   [][]string
+	stop   int
+	cancel context.CancelFunc
+}
+
+func (e *fakeEnv) Run(ctx context.Context, job Job) (*Result, error) {
+	var names []string
+	for _, v := range job.Versions {
+		names = append(names, v.Name+"="+v.Posting.Name())
+	}
+	e.jobs = append(e.jobs, names)
+	if len(e.jobs) == e.stop {
+		e.cancel()
+		return nil, ctx.Err()
+	}
+	return &Result{Kind: Verdict, Summary: "uprobe-nop p=1  +1.1 %", Base: "Debian linux-source-6.12 (the lab's source)", Machine: "2 CPUs, TCG",
+		Repro: "lab run --series series.mbx labs/uprobe-lazy-buffer.yaml", Results: []byte(`{"schema":5}`)}, nil
+}
+
+// The issue's scenario on a real public-inbox and a real MTA, with a fake
+// Env for the runs (the end-to-end test builds and boots real kernels):
+// an unrelated patch, the lazy-buffer series as v1, a broken mail, then
+// v2; v2 runs against v1 and the baseline; each reply is threaded under
+// its cover letter and delivered once; a watcher killed during v2's run
+// runs it again when started again; a pass with nothing new does nothing.
+func TestWatch(t *testing.T) {
+	ctx := context.Background()
+	pi := testenv.NewPublicInbox(t)
+	mta := testenv.StartMTA(t)
+	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := inbox.Open(pi.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &fakeEnv{}
+	var log bytes.Buffer
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	cfg := Config{Inbox: archive, History: store, Env: env, Out: &log, Now: func() time.Time { return now },
+		Labs:       []Lab{{Spec: lab, Paths: []string{"kernel/events/uprobes.c", "kernel/trace/trace_uprobe.c", "kernel/kprobes.c"}}},
+		Recipients: Recipients{Mode: ToAuthor}}
+	delivery := outbox.Delivery{Maildir: filepath.Join(t.TempDir(), "replies"), SMTP: mta.Addr, Sender: "lab@localhost"}
+
+	pi.Deliver(t, unrelated())
+	for _, m := range lazySeries(t, 1, "") {
+		pi.Deliver(t, m)
+	}
+	pi.Deliver(t, mailOf([][2]string{{"From", "x@example.org"}, {"Subject", "[PATCH 3/2] uprobes: one more"}, {"Message-ID", "<broken@example.org>"}}, "x\n---\n"+patchBody(t, 2)))
+	st, err := Once(ctx, cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if st.Read != 5 || st.Skipped != 1 || st.Answered != 1 || st.ByKind["broken"] != 1 {
+		t.Errorf("first pass: %+v\n%s", st, log.String())
+	}
+	if !strings.Contains(log.String(), "numbered 3/2") || !strings.Contains(log.String(), "[PATCH] mm: fix a comment: skipped: touches none of the watched paths (mm/memory.c)") {
+		t.Errorf("log lacks the broken mail or the skip:\n%s", log.String())
+	}
+
+	// v2 comes; the watcher is killed during its run.
+	for _, m := range lazySeries(t, 2, "lazy-v1@kernel.org") {
+		pi.Deliver(t, m)
+	}
+	killed, cancel := context.WithCancel(ctx)
+	env.stop, env.cancel = 2, cancel
+	if _, err := Once(killed, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed pass: %v", err)
+	}
+	if list, _ := store.WatchSeriesList(ctx, ""); list[len(list)-1].State != StateRunning {
+		t.Errorf("after the kill: %+v", list[len(list)-1])
+	}
+	st, err = Once(ctx, cfg)
+	if err != nil || st.Answered != 1 || st.Read != 0 {
+		t.Fatalf("restarted: %+v, %v\n%s", st, err, log.String())
+	}
+	want := [][]string{{"patched=[PATCH 0/2] uprobes: two common case speed ups"},
+		{"v1=[PATCH 0/2] uprobes: two common case speed ups", "v2=[PATCH v2 0/2] uprobes: two common case speed ups"},
+		{"v1=[PATCH 0/2] uprobes: two common case speed ups", "v2=[PATCH v2 0/2] uprobes: two common case speed ups"}}
+	if fmt.Sprint(env.jobs) != fmt.Sprint(want) {
+		t.Errorf("jobs %q, want %q", env.jobs, want)
+	}
+
+	for i := 0; i < 2; i++ {
+		r, err := outbox.Deliver(ctx, store, delivery)
+		if err != nil || r.Mailed != 2*(1-i) {
+			t.Fatalf("delivery %d: %+v, %v", i+1, r, err)
+		}
+	}
+	got := mta.Delivered(t, 2)
+	if len(got) != 2 {
+		t.Fatalf("the MTA delivered %d replies, want 2", len(got))
+	}
+	t.Logf("a reply as delivered:\n%s", got[0])
+	threads := map[string]string{}
+	for _, raw := range got {
+		m, err := mail.ReadMessage(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads[m.Header.Get("In-Reply-To")] = m.Header.Get("Subject")
+		if m.Header.Get("X-Lab-Verdict") != "verdict" || !strings.Contains(m.Header.Get("To"), "andrii@kernel.org") {
+			t.Errorf("reply headers %v", m.Header)
+		}
+	}
+	if threads["<lazy-v1@kernel.org>"] != "Re: [PATCH 0/2] uprobes: two common case speed ups" ||
+		threads["<lazy-v2@kernel.org>"] != "Re: [PATCH v2 0/2] uprobes: two common case speed ups" {
+		t.Errorf("replies threaded as %v", threads)
+	}
+
+	// Nothing new: nothing read, run or sent.
+	env.stop = 0
+	if st, err := Once(ctx, cfg); err != nil || st.Read+st.Answered != 0 || len(env.jobs) != 3 {
+		t.Errorf("idle pass: %+v, %v, %d jobs", st, err, len(env.jobs))
+	}
+	if r, _ := outbox.Deliver(ctx, store, delivery); r.Mailed+r.Maildir != 0 {
+		t.Errorf("idle delivery: %+v", r)
+	}
+}
