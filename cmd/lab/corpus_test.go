@@ -91,7 +91,7 @@ func corpus() []corpusCase {
 		{"yaml", "colon missing", with("mode: apply", "mode apply"), nil, run, "this line is not key: value: put a colon and a space after the key", 3, 1},
 		{"yaml", "quote not closed", with("name: corpus", `name: "corpus`), nil, run, `a " is not closed: end the quoted text on the same line`, 1, 1},
 		{"yaml", "key twice", with("  boots: 2", "  boots: 2\n  boots: 3"), nil, run, `key "boots" is given twice (first at line 9): keep one`, 10, 1},
-		{"yaml", "unknown key", with("mode: apply", "mood: apply"), nil, run, `unknown key "mood" (known: claims, config, console_expect, description, matrix, mode, name, series, source, tools, versions)`, 3, 1},
+		{"yaml", "unknown key", with("mode: apply", "mood: apply"), nil, run, `unknown key "mood" (known: claims, config, console_expect, description, matrix, mode, name, series, source, tools, versions, watch)`, 3, 1},
 		{"yaml", "unknown key in matrix", with("  boots: 2", "  boot: 2"), nil, run, `unknown key "boot" in matrix (known: affinity, arch,`, 9, 1},
 		{"yaml", "top level list", "- name: corpus\n  series: ok\n", nil, run, "a lab file is a set of keys (name: ..., series: ..., matrix: ...), not a list", 1, 1},
 		{"yaml", "key without value", with("  boots: 2", "  boots:"), nil, run, "matrix.boots has no value: give one, or remove the line for the default", 9, 1},

@@ -247,6 +247,14 @@ func exitCases() []exitCase {
 		{"track", exitcode.Interrupted, "SIGINT", ends(sigint, "track", stop)},
 		{"track", exitcode.Terminated, "SIGTERM", ends(sigterm, "track", stop)},
 
+		{"watch", exitcode.OK, "an empty Maildir, once", driveIn(bg, "watch", "--inbox", "testdata/watch-inbox", "--once", "--results", "OUT", srcuLab)},
+		{"watch", exitcode.OK, "status", driveIn(bg, "watch", "status", "--results", "OUT")},
+		{"watch", exitcode.Failed, "no such inbox", driveIn(bg, "watch", "--inbox", "testdata/no-such-inbox", "--once", "--results", "OUT", srcuLab)},
+		{"watch", exitcode.Usage, "no --inbox", drive(bg, "watch", srcuLab)},
+		{"watch", exitcode.Usage, "--smtp without --to", drive(bg, "watch", "--inbox", "testdata/watch-inbox", "--smtp", "127.0.0.1:25", srcuLab)},
+		{"watch", exitcode.Interrupted, "SIGINT", ends(sigint, "watch", stop)},
+		{"watch", exitcode.Terminated, "SIGTERM", ends(sigterm, "watch", stop)},
+
 		{exitcode.BisectRun, exitcode.Good, "like good", ends(bg, exitcode.BisectRun, forGitBisect(outcomeError(probed(bisect.LikeGood), true)))},
 		{exitcode.BisectRun, exitcode.Bad, "like bad", ends(bg, exitcode.BisectRun, forGitBisect(outcomeError(probed(bisect.LikeBad), true)))},
 		{exitcode.BisectRun, exitcode.Skip, "neither end", ends(bg, exitcode.BisectRun, forGitBisect(outcomeError(probed(bisect.Neither), true)))},

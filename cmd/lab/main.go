@@ -101,6 +101,7 @@ func commands() []command {
 		{"run", "build, boot and measure", runCommand},
 		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
 		{"track", "measure a branch commit by commit into the history", trackCommand},
+		{"watch", "run the series posted to a list, and reply", watchCommand},
 		{"build", "build a run's kernels and initramfs", buildCommand},
 		{"new", "keep a series as a lab", newCommand},
 		{"plan", "cut a run into build, boot shards and merge", planCommand},

@@ -76,7 +76,7 @@ const HistoryDetect = "history detect"
 
 // Commands are lab's commands as the table names them.
 func Commands() []string {
-	return []string{"run", "build", "new", "bisect", BisectRun, "track", "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "history", HistoryDetect, "help"}
+	return []string{"run", "build", "new", "bisect", BisectRun, "track", "watch", "plan", "submit", "merge", "report", "compare", "table", "benchmarks", "host", "history", HistoryDetect, "help"}
 }
 
 // Entry is one row of the table: a code as some commands mean it.
@@ -92,7 +92,7 @@ type Entry struct {
 func Table() []Entry {
 	gates := []string{"run", "merge", "report", "compare"}
 	claims := []string{"run", "merge", "report"}
-	stops := []string{"run", "build", "bisect", BisectRun, "track", "submit"}
+	stops := []string{"run", "build", "bisect", BisectRun, "track", "watch", "submit"}
 	return []Entry{
 		{OK, "ok", "done as asked",
 			except("bisect", BisectRun, HistoryDetect), Answer},

@@ -76,6 +76,8 @@ func TestRejectsOneLine(t *testing.T) {
 		{head + "<<: {mode: apply}\n", 3, "<<: a lab file does not merge keys from elsewhere: write the keys out"},
 		{"&k name: t\nseries: s1\n", 0, ""},
 		{head + "console_expect: ['ok (']\n", 3, `console_expect "ok (": not a regular expression: missing closing )`},
+		{head + "watch:\n  paths: [kernel/events/uprobes.c]\n  subject: 'uprobe ('\n", 5, `watch: subject "uprobe (": not a regular expression`},
+		{head + "watch:\n  path: [kernel/]\n", 4, `unknown key "path"`},
 		// A syntax mistake is at the line that holds it, not where the
 		// parser gave up: an unclosed bracket at its own line.
 		{head + "matrix:\n  arch: [x86_64\n  cpus: [2]\n", 4, "a [ list is not closed"},

@@ -80,6 +80,9 @@ type Lab struct {
 	// Tools are programs put in the guest beside lab's agent (lab
 	// benchmarks lists them): bpf-bench, the kernel's own benchmark.
 	Tools []string `yaml:"tools,omitempty,flow"`
+	// Watch says which series on a mailing list lab watch runs on this
+	// lab.
+	Watch Watch `yaml:"watch,omitempty"`
 
 	// Path is the file the lab was read from ("" for a lab lab made, see
 	// Default); Root is the checkout holding patches/ and kernel-config/
@@ -96,6 +99,17 @@ type Lab struct {
 	// doc is what the file gave, and on which lines: Place puts a later
 	// error at its key's line.
 	doc *doc
+}
+
+// Watch is what makes a series posted to a list this lab's to run.
+type Watch struct {
+	// Paths are files, folders (ending in /) or globs of the tree: a
+	// series touching one is run. Left out, the files the lab's own
+	// series touches.
+	Paths []string `yaml:"paths,omitempty,flow"`
+	// Subject is a regular expression: a series whose subject matches is
+	// run whatever it touches.
+	Subject string `yaml:"subject,omitempty"`
 }
 
 // Source is the kernel source: a Debian tarball (the default) or a git tree.
@@ -358,13 +372,11 @@ func (l *Lab) validate(d *doc) error {
 			return at(err.Error(), "tools", fmt.Sprint(i))
 		}
 	}
+	if why := badRegexp(l.Watch.Subject); why != "" {
+		return at(fmt.Sprintf("watch: subject %q: not a regular expression: %s", l.Watch.Subject, why), "watch", "subject")
+	}
 	for i, e := range l.ConsoleExpect {
-		if _, err := regexp.Compile(e); err != nil {
-			why := err.Error()
-			var se *syntax.Error
-			if errors.As(err, &se) {
-				why = string(se.Code) // without Go's "error parsing regexp:"
-			}
+		if why := badRegexp(e); why != "" {
 			return at(fmt.Sprintf("console_expect %q: not a regular expression: %s", e, why), "console_expect", fmt.Sprint(i))
 		}
 	}
@@ -751,4 +763,17 @@ func contains[T comparable](s []T, v T) bool {
 		}
 	}
 	return false
+}
+
+// badRegexp says why e is not a regular expression, "" when it is one.
+func badRegexp(e string) string {
+	_, err := regexp.Compile(e)
+	if err == nil {
+		return ""
+	}
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return string(se.Code) // without Go's "error parsing regexp:"
+	}
+	return err.Error()
 }

@@ -78,11 +78,13 @@ type Version struct {
 type Kind string
 
 const (
-	Verdict    Kind = "verdict"     // measured: the table and a verdict per claim
-	NotApplied Kind = "not-applied" // the series applies on no base: patch, file, hunk
-	SameImage  Kind = "no-change"   // the kernels are one image: no code change
-	Infra      Kind = "infra"       // the build or a boot failed for a reason not the series'
-	Noisy      Kind = "too-noisy"   // measured, but the noise hides any change of interest
+	Verdict     Kind = "verdict"      // measured: the table and a verdict per claim
+	NotApplied  Kind = "not-applied"  // the series applies on no base: patch, file, hunk
+	SameImage   Kind = "no-change"    // the kernels are one image: no code change
+	BuildFailed Kind = "build-failed" // a kernel with the series did not compile
+	BootFailed  Kind = "boot-failed"  // a kernel with the series panicked or hung
+	Infra       Kind = "infra"        // the build or a boot failed for a reason not the series'
+	Noisy       Kind = "too-noisy"    // measured, but the noise hides any change of interest
 )
 
 // Result is what the Env found, rendered for the reply.

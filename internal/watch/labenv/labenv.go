@@ -1,0 +1,148 @@
+// Package labenv is lab watch's Env: each version of a posting opened as
+// lab run --series opens an mbox, measured by lab run's own path (one
+// interleaved run, a kernel per version against one baseline, on the
+// shared core), and the run rendered for the reply in the report's
+// 80-column form for mailing lists. What went wrong is told apart as the
+// reply's kinds want it: a series that does not apply, one that changes
+// no code, a kernel that does not build or boot, and the infrastructure.
+package labenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"lab/internal/kbuild"
+	"lab/internal/report"
+	"lab/internal/results"
+	"lab/internal/run"
+	"lab/internal/runfolder"
+	"lab/internal/series"
+	"lab/internal/source"
+	"lab/internal/spec"
+	"lab/internal/testbed"
+	"lab/internal/variant"
+	"lab/internal/watch"
+)
+
+// Env runs postings with lab run.
+type Env struct {
+	// Settings are the build-and-boot flags lab watch was given; a
+	// series from a list is someone else's code, which --sandbox auto
+	// builds in the sandbox.
+	Settings   testbed.Settings
+	ModuleRoot string
+	LabVersion string
+	Command    []string // lab watch's command line
+	Out        io.Writer
+}
+
+// Run measures the job's versions in one run of its lab.
+func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
+	dir, err := os.MkdirTemp("", "lab-watch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var named []run.NamedSeries
+	for _, v := range job.Versions {
+		mbx := filepath.Join(dir, v.Name+".mbx")
+		if err := os.WriteFile(mbx, v.Mbox, 0o644); err != nil {
+			return nil, err
+		}
+		s, err := series.Open(mbx, nil, filepath.Join(dir, v.Name))
+		if err != nil {
+			return &watch.Result{Kind: watch.NotApplied, Summary: fmt.Sprintf("%s could not be read as a series: %v", v.Posting.Name(), err)}, nil
+		}
+		defer s.Close()
+		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
+	}
+	lab := *job.Lab
+	// A series from a list is new to the lab's source, or (a version the
+	// source already carries) in it: mode auto tells which.
+	lab.Mode = spec.ModeAuto
+	res, runDir, err := run.Run(ctx, run.Options{
+		Lab: &lab, CacheDir: e.Settings.CacheDir, ResultsDir: e.Settings.ResultsDir, ModuleRoot: e.ModuleRoot, Accel: e.Settings.Accel,
+		Jobs: e.Settings.Jobs, Parallel: e.Settings.Parallel, Sandbox: e.Settings.Sandbox,
+		Command: e.Command, Out: e.Out, Series: named, SaveLab: true,
+		LabHeader: "lab watch ran " + job.Versions[len(job.Versions)-1].Posting.Name() + " on this lab",
+	})
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	out := &watch.Result{Kind: watch.Verdict, RunDir: runDir}
+	if res != nil {
+		e.describe(out, res, runDir)
+	}
+	if err != nil {
+		out.Kind, out.Summary = kindOf(err), explain(err)
+		if out.Kind == watch.Verdict {
+			out.Kind = watch.Infra
+		}
+	}
+	return out, nil
+}
+
+// describe fills what a finished (or partly finished) run says.
+func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) {
+	if len(res.Boots) > 0 {
+		out.Summary = report.Plain(report.Build(res, runDir, e.LabVersion))
+	}
+	var bases []string
+	for _, s := range res.Series {
+		if s.Base != "" {
+			bases = append(bases, s.Base)
+		}
+	}
+	out.Base = res.Source.Desc
+	if len(bases) > 0 {
+		out.Base += "; " + bases[len(bases)-1]
+	}
+	accel := ""
+	if len(res.Boots) > 0 {
+		accel = ", " + res.Boots[0].Accel.Name + " (" + res.Boots[0].Accel.Reason + ")"
+	}
+	out.Machine = fmt.Sprintf("%s, %d CPUs%s", res.Host.CPUModel, res.Host.CPUs, accel)
+	repeat := res.Repeat
+	if len(repeat) == 0 {
+		repeat = res.Command
+	}
+	out.Repro = strings.Join(repeat, " ")
+	out.Results, _ = os.ReadFile(filepath.Join(runDir, runfolder.ResultsFile))
+}
+
+// kindOf is the reply's kind for a run that failed.
+func kindOf(err error) watch.Kind {
+	var apply *series.ApplyError
+	var neither *source.NeitherWayError
+	var same *run.SameImageError
+	var build *kbuild.BuildError
+	var boots *run.FailedBootsError
+	switch {
+	case errors.As(err, &apply), errors.As(err, &neither):
+		return watch.NotApplied
+	case errors.As(err, &same):
+		return watch.SameImage
+	case errors.As(err, &build):
+		return watch.BuildFailed
+	case errors.As(err, &boots) && !boots.Infrastructure():
+		return watch.BootFailed
+	}
+	return watch.Infra
+}
+
+// explain is the reply's text for a failed run: the error, which names
+// the patch, file and hunk, the compiler's line, or the failed boots.
+func explain(err error) string {
+	var build *kbuild.BuildError
+	if errors.As(err, &build) {
+		if _, line := build.CompilerError(); line != "" {
+			return "The kernel did not compile:\n\n    " + line + "\n\n" + err.Error()
+		}
+	}
+	return err.Error()
+}
