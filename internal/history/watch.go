@@ -86,18 +86,44 @@ func (s *Store) SaveWatchCursor(ctx context.Context, inbox, cursor string) error
 	return s.explain(err)
 }
 
-// AddWatchMail records a mail; false when one of its Message-ID was
-// recorded before (the same mail delivered twice, or read again after a
-// rewritten inbox), which is then left as it was.
-func (s *Store) AddWatchMail(ctx context.Context, m WatchMail) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO watch_mails (message_id, inbox, place, kind, reason, arrived, raw)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
-		m.MessageID, m.Inbox, m.Where, m.Kind, m.Reason, m.Arrived.UTC().Format(timeLayout), base64.StdEncoding.EncodeToString(m.Raw))
+// AddWatchMails records mails in one transaction, and says of each
+// whether it was new: false for one whose Message-ID was recorded before
+// (the same mail delivered twice, or read again after a rewritten inbox),
+// which is left as it was.
+func (s *Store) AddWatchMails(ctx context.Context, mails []WatchMail) ([]bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("mail %s: %w", m.MessageID, s.explain(err))
+		return nil, s.explain(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, s.explain(err)
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.d.q(`INSERT INTO watch_mails (message_id, inbox, place, kind, reason, arrived, raw)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`))
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	defer stmt.Close()
+	added := make([]bool, len(mails))
+	for i, m := range mails {
+		res, err := stmt.ExecContext(ctx, m.MessageID, m.Inbox, m.Where, m.Kind, m.Reason, m.Arrived.UTC().Format(timeLayout), base64.StdEncoding.EncodeToString(m.Raw))
+		if err != nil {
+			return nil, fmt.Errorf("mail %s: %w", m.MessageID, s.explain(err))
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, s.explain(err)
+		}
+		added[i] = n == 1
+	}
+	return added, s.explain(tx.Commit())
+}
+
+// AddWatchMail records one mail (AddWatchMails).
+func (s *Store) AddWatchMail(ctx context.Context, m WatchMail) (bool, error) {
+	added, err := s.AddWatchMails(ctx, []WatchMail{m})
+	if err != nil {
+		return false, err
+	}
+	return added[0], nil
 }
 
 // WatchMails are the mails of inbox of the given kinds, in the order they

@@ -149,6 +149,10 @@ func (c *Config) defaults() {
 	}
 }
 
+// batch is how many mails are written to the history in one
+// transaction: one each made a list of 10,000 mails a minute's work.
+const batch = 500
+
 // scan reads what the inbox gained and records each mail once. The cursor
 // is saved after the mails: a watcher killed between reads them again,
 // and the history knows them by Message-ID.
@@ -163,52 +167,83 @@ func scan(ctx context.Context, c Config, st *Stats) error {
 			return fmt.Errorf("inbox %s: the cursor the history holds: %w", c.Inbox.Path, err)
 		}
 	}
+	r := recorder{c: c, st: st}
 	next, notes, err := c.Inbox.Read(ctx, cur, func(m inbox.Mail) error {
-		return record(ctx, c, m, st)
+		r.add(m)
+		if len(r.pending) < batch {
+			return nil
+		}
+		return r.flush(ctx)
 	})
+	if err == nil {
+		err = r.flush(ctx)
+	}
 	for _, n := range notes {
 		st.Notes = append(st.Notes, n.Text)
 		fmt.Fprintf(c.Out, "watch: %s\n", n.Text)
 	}
-	data, jerr := json.Marshal(next)
-	if jerr != nil {
-		return jerr
+	if err != nil {
+		// The mails after the last flush are not recorded: the cursor
+		// stays where it was, and the next pass reads them again.
+		return err
 	}
-	if serr := c.History.SaveWatchCursor(ctx, c.Inbox.Path, string(data)); serr != nil && err == nil {
-		err = serr
+	data, err := json.Marshal(next)
+	if err != nil {
+		return err
 	}
-	return err
+	return c.History.SaveWatchCursor(ctx, c.Inbox.Path, string(data))
 }
 
-// record classifies one mail and writes it to the history; a mail seen
-// before (a second delivery, an inbox read again) is counted, not kept.
-func record(ctx context.Context, c Config, m inbox.Mail, st *Stats) error {
-	st.Read++
+// recorder classifies mails and writes them to the history in batches.
+type recorder struct {
+	c       Config
+	st      *Stats
+	pending []history.WatchMail
+	msgs    []listseries.Message
+}
+
+func (r *recorder) add(m inbox.Mail) {
+	r.st.Read++
 	if m.Removed {
-		fmt.Fprintf(c.Out, "watch: %s: a mail removed from the archive\n", m.Where)
-		return nil
+		fmt.Fprintf(r.c.Out, "watch: %s: a mail removed from the archive\n", m.Where)
+		return
 	}
 	msg := listseries.Classify(m.Raw)
 	id := msg.ID
 	if id == "" {
-		id = "no-message-id:" + c.Inbox.Path + ":" + m.Where
+		id = "no-message-id:" + r.c.Inbox.Path + ":" + m.Where
 	}
-	w := history.WatchMail{MessageID: id, Inbox: c.Inbox.Path, Where: m.Where, Kind: string(msg.Kind), Reason: msg.Reason, Arrived: c.Now()}
+	w := history.WatchMail{MessageID: id, Inbox: r.c.Inbox.Path, Where: m.Where, Kind: string(msg.Kind), Reason: msg.Reason, Arrived: r.c.Now()}
 	if msg.Kind == listseries.Patch || msg.Kind == listseries.Cover {
 		w.Raw = m.Raw
 	}
-	added, err := c.History.AddWatchMail(ctx, w)
+	msg.Raw = nil
+	r.pending, r.msgs = append(r.pending, w), append(r.msgs, msg)
+}
+
+// flush writes the pending mails; one seen before (a second delivery, an
+// inbox read again) is counted, not kept.
+func (r *recorder) flush(ctx context.Context) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	added, err := r.c.History.AddWatchMails(ctx, r.pending)
 	if err != nil {
 		return err
 	}
-	if !added {
-		st.Duplicates++
-		return nil
+	for i, ok := range added {
+		msg, w := r.msgs[i], r.pending[i]
+		switch {
+		case !ok:
+			r.st.Duplicates++
+		case msg.Kind == listseries.Broken:
+			r.st.ByKind[msg.Kind]++
+			fmt.Fprintf(r.c.Out, "watch: %s %q: dropped: %s\n", w.Where, msg.Subject, msg.Reason)
+		default:
+			r.st.ByKind[msg.Kind]++
+		}
 	}
-	st.ByKind[msg.Kind]++
-	if msg.Kind == listseries.Broken {
-		fmt.Fprintf(c.Out, "watch: %s %q: dropped: %s\n", m.Where, msg.Subject, msg.Reason)
-	}
+	r.pending, r.msgs = r.pending[:0], r.msgs[:0]
 	return nil
 }
 

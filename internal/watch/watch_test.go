@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,62 +17,6 @@ import (
 	"lab/internal/spec"
 	"lab/internal/testenv"
 )
-
-// patchBody is patch n of the lazy uprobe args buffer series as lab ships
-// it, after git format-patch's headers.
-func patchBody(t *testing.T, n int) string {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))
-	slices.Sort(files)
-	data, err := os.ReadFile(files[n-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, _ := strings.Cut(string(data), "\n\n")
-	return body
-}
-
-func mailOf(headers [][2]string, body string) []byte {
-	var b strings.Builder
-	for _, h := range headers {
-		fmt.Fprintf(&b, "%s: %s\n", h[0], h[1])
-	}
-	b.WriteString("\n" + body)
-	return []byte(b.String())
-}
-
-// lazySeries is the lazy-buffer series as git send-email posts version v:
-// a cover letter (in reply to the previous version's, when given), and
-// each patch in reply to it.
-func lazySeries(t *testing.T, v int, prevCover string) [][]byte {
-	cover := fmt.Sprintf("lazy-v%d@kernel.org", v)
-	tag := "PATCH"
-	if v > 1 {
-		tag = fmt.Sprintf("PATCH v%d", v)
-	}
-	from := [2]string{"From", "Andrii Nakryiko <andrii@kernel.org>"}
-	to := [2]string{"To", "test-list@example.org"}
-	h := [][2]string{from, to, {"Subject", fmt.Sprintf("[%s 0/2] uprobes: two common case speed ups", tag)}, {"Message-ID", "<" + cover + ">"},
-		{"Date", fmt.Sprintf("Mon, 1%d Mar 2024 11:17:27 -0700", v)}}
-	body := "Two speed ups of the uprobe hit path.\n"
-	if prevCover != "" {
-		h = append(h, [2]string{"In-Reply-To", "<" + prevCover + ">"}, [2]string{"References", "<" + prevCover + ">"})
-		body += "\nChanges in v2:\n- commit messages\n- Link to v1: https://lore.kernel.org/r/" + prevCover + "\n"
-	}
-	mails := [][]byte{mailOf(h, body)}
-	for n, subject := range []string{"uprobes: prepare uprobe args buffer lazily", "uprobes: prevent mutex_lock() under rcu_read_lock()"} {
-		mails = append(mails, mailOf([][2]string{from, to, {"Subject", fmt.Sprintf("[%s %d/2] %s", tag, n+1, subject)},
-			{"Message-ID", fmt.Sprintf("<lazy-v%d-%d@kernel.org>", v, n+1)}, {"In-Reply-To", "<" + cover + ">"}, {"References", "<" + cover + ">"},
-			{"Date", fmt.Sprintf("Mon, 1%d Mar 2024 11:17:2%d -0700", v, n+1)}}, patchBody(t, n+1)))
-	}
-	return mails
-}
-
-// unrelated is a patch to a file no watched lab measures.
-func unrelated() []byte {
-	return mailOf([][2]string{{"From", "Mm Dev <mm@example.org>"}, {"Subject", "[PATCH] mm: fix a comment"}, {"Message-ID", "<mm-1@example.org>"}},
-		"A comment.\n---\n mm/memory.c | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\ndiff --git a/mm/memory.c b/mm/memory.c\n--- a/mm/memory.c\n+++ b/mm/memory.c\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n")
-}
 
 // fakeEnv records the jobs it is given and answers each with a verdict;
 // stop, when set, cancels the pass instead on that call (a watcher killed
@@ -130,11 +72,11 @@ func TestWatch(t *testing.T) {
 		Recipients: Recipients{Mode: ToAuthor}}
 	delivery := outbox.Delivery{Maildir: filepath.Join(t.TempDir(), "replies"), SMTP: mta.Addr, Sender: "lab@localhost"}
 
-	pi.Deliver(t, unrelated())
-	for _, m := range lazySeries(t, 1, "") {
+	pi.Deliver(t, testenv.UnrelatedPatch())
+	for _, m := range testenv.LazySeries(t, "../..", 1, "") {
 		pi.Deliver(t, m)
 	}
-	pi.Deliver(t, mailOf([][2]string{{"From", "x@example.org"}, {"Subject", "[PATCH 3/2] uprobes: one more"}, {"Message-ID", "<broken@example.org>"}}, "x\n---\n"+patchBody(t, 2)))
+	pi.Deliver(t, testenv.BrokenPatch(t, "../.."))
 	st, err := Once(ctx, cfg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -147,7 +89,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	// v2 comes; the watcher is killed during its run.
-	for _, m := range lazySeries(t, 2, "lazy-v1@kernel.org") {
+	for _, m := range testenv.LazySeries(t, "../..", 2, "lazy-v1@kernel.org") {
 		pi.Deliver(t, m)
 	}
 	killed, cancel := context.WithCancel(ctx)
