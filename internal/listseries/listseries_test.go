@@ -12,31 +12,12 @@ import (
 	"time"
 
 	"lab/internal/series"
+	"lab/internal/testenv"
 )
 
-// patchBody is patch n of the lazy uprobe args buffer series as lab ships
-// it: the commit message, the diffstat and the diff.
-func patchBody(t *testing.T, n int) string {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))
-	slices.Sort(files)
-	data, err := os.ReadFile(files[n-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, _ := strings.Cut(string(data), "\n\n") // the headers of git format-patch
-	return body
-}
+func patchBody(t *testing.T, n int) string { return testenv.LazyPatch(t, "../..", n) }
 
-// mailOf writes a mail with the given headers (in order) and body.
-func mailOf(headers [][2]string, body string) []byte {
-	var b strings.Builder
-	for _, h := range headers {
-		fmt.Fprintf(&b, "%s: %s\n", h[0], h[1])
-	}
-	b.WriteString("\n" + body)
-	return []byte(b.String())
-}
+var mailOf = testenv.Mail
 
 // posting writes a posting of the lazy-buffer series as git send-email
 // threads it: a cover letter, and each patch in reply to it.
