@@ -119,7 +119,7 @@ func (f *watchFlags) watch(ctx context.Context, inv invocation) error {
 	}
 	defer store.Close()
 	cfg := watch.Config{Inbox: archive, Labs: labs, History: store, Wait: f.wait.V, Recipients: to, From: f.from.V, Out: inv.out,
-		Env: &labenv.Env{Settings: set, ModuleRoot: root, LabVersion: version.Lab(root), Command: append([]string{"lab"}, inv.raw...), Out: inv.out}}
+		Env: &labenv.Env{Settings: set, ModuleRoot: root, LabVersion: version.Lab(root), Command: append([]string{"lab"}, inv.raw...), Out: inv.out, History: store}}
 	delivery := outbox.Delivery{Maildir: f.maildir.V, SMTP: f.smtp.V, Sender: f.from.V, Out: inv.out}
 	for {
 		if err := watchPass(ctx, cfg, store, delivery, inv.out); err != nil || f.once.V {

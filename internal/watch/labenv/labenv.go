@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lab/internal/history"
 	"lab/internal/kbuild"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -39,6 +40,8 @@ type Env struct {
 	LabVersion string
 	Command    []string // lab watch's command line
 	Out        io.Writer
+	// History takes every boot measured, as lab run's do; nil for none.
+	History *history.Store
 }
 
 // Run measures the job's versions in one run of its lab.
@@ -77,6 +80,9 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 	out := &watch.Result{Kind: watch.Verdict, RunDir: runDir}
 	if res != nil {
 		e.describe(out, res, runDir)
+		if err := e.record(ctx, res); err != nil {
+			fmt.Fprintf(e.Out, "lab: warning: the history did not take run %s: %v (lab history import %s adds it later)\n", res.RunID, err, runDir)
+		}
 	}
 	if err != nil {
 		out.Kind, out.Summary = kindOf(err), explain(err)
@@ -113,6 +119,19 @@ func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) {
 	}
 	out.Repro = strings.Join(repeat, " ")
 	out.Results, _ = os.ReadFile(filepath.Join(runDir, runfolder.ResultsFile))
+}
+
+// record adds the run's boots to the history.
+func (e *Env) record(ctx context.Context, res *results.Run) error {
+	if e.History == nil || len(res.Boots) == 0 {
+		return nil
+	}
+	h, err := history.FromRun(res)
+	if err != nil {
+		return err
+	}
+	_, err = e.History.Add(context.WithoutCancel(ctx), h)
+	return err
 }
 
 // kindOf is the reply's kind for a run that failed.
