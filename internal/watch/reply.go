@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/mail"
+	"path/filepath"
 	"strings"
 
 	"lab/internal/history"
@@ -168,14 +169,34 @@ func body(job Job, res *Result, author string) string {
 	}
 	field("machine", res.Machine)
 	b.WriteString("\n" + strings.TrimRight(res.Summary, "\n") + "\n")
-	if res.Repro != "" {
-		fmt.Fprintf(&b, "\nTo reproduce (the series as an mbox, from this thread):\n\n    %s\n", res.Repro)
+	if res.Kind != Infra {
+		b.WriteString("\nTo reproduce, with the series from this thread (b4) and lab's lab file:\n\n")
+		for _, line := range reproduce(job) {
+			b.WriteString("    " + line + "\n")
+		}
 	}
 	if len(res.Results) > 0 {
 		b.WriteString("\nEvery boot's samples and the run's provenance are in the attached results.json.\n")
 	}
 	b.WriteString("\n-- \nlab watch\n")
 	return b.String()
+}
+
+// reproduce are the commands that run the job again anywhere: each
+// version fetched by its cover letter's Message-ID with b4, then lab run
+// with one --series each.
+func reproduce(job Job) []string {
+	var lines []string
+	run := "lab run labs/" + filepath.Base(job.Lab.Path)
+	for _, v := range job.Versions {
+		parent := v.Posting.Cover
+		if parent == nil {
+			parent = v.Posting.Patches[0]
+		}
+		lines = append(lines, fmt.Sprintf("b4 am -o - '%s' > %s.mbx", parent.ID, v.Name))
+		run += " --series " + v.Name + ".mbx"
+	}
+	return append(lines, run)
 }
 
 func patches(p *listseries.Posting) string {

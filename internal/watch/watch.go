@@ -93,7 +93,6 @@ type Result struct {
 	Summary string // the reply's body after its header: the report, or what failed
 	Base    string // what the series was applied on, and why
 	Machine string // the host and accelerator
-	Repro   string // the command that runs it again
 	RunDir  string
 	Results []byte // results.json, attached
 }

@@ -38,7 +38,7 @@ func (e *fakeEnv) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	return &Result{Kind: Verdict, Summary: "uprobe-nop p=1  +1.1 %", Base: "Debian linux-source-6.12 (the lab's source)", Machine: "2 CPUs, TCG",
-		Repro: "lab run --series series.mbx labs/uprobe-lazy-buffer.yaml", Results: []byte(`{"schema":5}`)}, nil
+		Results: []byte(`{"schema":5}`)}, nil
 }
 
 // The issue's scenario on a real public-inbox and a real MTA, with a fake
@@ -129,6 +129,14 @@ func TestWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		threads[m.Header.Get("In-Reply-To")] = m.Header.Get("Subject")
+		if m.Header.Get("In-Reply-To") == "<lazy-v2@kernel.org>" {
+			for _, w := range []string{"b4 am -o - 'lazy-v1@kernel.org' > v1.mbx", "b4 am -o - 'lazy-v2@kernel.org' > v2.mbx",
+				"lab run labs/uprobe-lazy-buffer.yaml --series v1.mbx --series v2.mbx", "compared: v2 against v1"} {
+				if !bytes.Contains(raw, []byte(w)) {
+					t.Errorf("v2's reply lacks %q", w)
+				}
+			}
+		}
 		if m.Header.Get("X-Lab-Verdict") != "verdict" || !strings.Contains(m.Header.Get("To"), "andrii@kernel.org") {
 			t.Errorf("reply headers %v", m.Header)
 		}

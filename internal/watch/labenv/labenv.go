@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"lab/internal/history"
 	"lab/internal/kbuild"
@@ -113,11 +112,6 @@ func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) {
 		accel = ", " + res.Boots[0].Accel.Name + " (" + res.Boots[0].Accel.Reason + ")"
 	}
 	out.Machine = fmt.Sprintf("%s, %d CPUs%s", res.Host.CPUModel, res.Host.CPUs, accel)
-	repeat := res.Repeat
-	if len(repeat) == 0 {
-		repeat = res.Command
-	}
-	out.Repro = strings.Join(repeat, " ")
 	out.Results, _ = os.ReadFile(filepath.Join(runDir, runfolder.ResultsFile))
 }
 
