@@ -14,7 +14,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"lab/internal/bisect"
+	"lab/internal/bisectreport"
 	"lab/internal/history"
 	"lab/internal/kbuild"
 	"lab/internal/report"
@@ -26,6 +29,7 @@ import (
 	"lab/internal/spec"
 	"lab/internal/testbed"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/watch"
 )
 
@@ -41,6 +45,9 @@ type Env struct {
 	Out        io.Writer
 	// History takes every boot measured, as lab run's do; nil for none.
 	History *history.Store
+	// Bisect is lab bisect's run (bisect.Run when nil), which says which
+	// patch of a series made it slower.
+	Bisect func(context.Context, bisect.Options) (*results.Run, string, error)
 }
 
 // Run measures the job's versions in one run of its lab.
@@ -78,9 +85,13 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 	}
 	out := &watch.Result{Kind: watch.Verdict, RunDir: runDir}
 	if res != nil {
-		e.describe(out, res, runDir)
+		d := e.describe(out, res, runDir)
 		if err := e.record(ctx, res); err != nil {
 			fmt.Fprintf(e.Out, "lab: warning: the history did not take run %s: %v (lab history import %s adds it later)\n", res.RunID, err, runDir)
+		}
+		if err == nil && d != nil {
+			newest := job.Versions[len(job.Versions)-1]
+			e.attribute(ctx, lab, newest, filepath.Join(dir, newest.Name+".mbx"), d, out)
 		}
 	}
 	if err != nil {
@@ -92,10 +103,51 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 	return out, nil
 }
 
-// describe fills what a finished (or partly finished) run says.
-func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) {
+// attribute says which patch made the newest version slower: when a row
+// of it against the baseline is significantly slower and it has more than
+// one patch, lab bisect --each measures each patch's step and shares the
+// change out, and its report goes into the reply.
+func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version, mbox string, d *report.Document, out *watch.Result) {
+	slower := slowerRows(d, newest.Name)
+	if len(slower) == 0 || newest.Posting.Total < 2 {
+		return
+	}
+	lab.Series, lab.Versions = mbox, nil
+	bisectRun := e.Bisect
+	if bisectRun == nil {
+		bisectRun = bisect.Run
+	}
+	fmt.Fprintf(e.Out, "watch: %s is slower (%s): lab bisect --each says which patch\n", newest.Posting.Name(), strings.Join(slower, "; "))
+	r, _, err := bisectRun(ctx, bisect.Options{Lab: &lab, CacheDir: e.Settings.CacheDir, ResultsDir: e.Settings.ResultsDir,
+		ModuleRoot: e.ModuleRoot, Accel: e.Settings.Accel, Jobs: e.Settings.Jobs, Parallel: e.Settings.Parallel,
+		Sandbox: e.Settings.Sandbox, Command: e.Command, Out: e.Out, Each: true})
+	out.Summary += "\n\nWhich patch made it slower (lab bisect --each, every patch's step measured):\n\n"
+	switch {
+	case r != nil && r.Bisect != nil:
+		out.Summary += bisectreport.Plain(r)
+	case err != nil:
+		out.Summary += "the bisect could not be done: " + err.Error() + "\n"
+	}
+}
+
+// slowerRows are the rows of kernel against the baseline that are
+// significantly slower (controls left out).
+func slowerRows(d *report.Document, kernel string) []string {
+	for _, c := range d.Comparisons {
+		if string(c.Patched) == kernel && c.Against == d.Kernels[0] {
+			return verdict.Regressions(c.Tables)
+		}
+	}
+	return nil
+}
+
+// describe fills what a finished (or partly finished) run says, and
+// gives its report (nil when nothing was booted).
+func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) *report.Document {
+	var d *report.Document
 	if len(res.Boots) > 0 {
-		out.Summary = report.Plain(report.Build(res, runDir, e.LabVersion))
+		d = report.Build(res, runDir, e.LabVersion)
+		out.Summary = report.Plain(d)
 	}
 	var bases []string
 	for _, s := range res.Series {
@@ -113,6 +165,7 @@ func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) {
 	}
 	out.Machine = fmt.Sprintf("%s, %d CPUs%s", res.Host.CPUModel, res.Host.CPUs, accel)
 	out.Results, _ = os.ReadFile(filepath.Join(runDir, runfolder.ResultsFile))
+	return d
 }
 
 // record adds the run's boots to the history.
