@@ -26,20 +26,6 @@ import (
 	"lab/internal/testenv"
 )
 
-// labBinary builds lab once for the tests of this file.
-var labBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lab-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "lab")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // started is a lab process whose output is watched.
 type started struct {
 	cmd   *exec.Cmd
@@ -51,7 +37,7 @@ type started struct {
 
 func startLab(t *testing.T, args ...string) *started {
 	t.Helper()
-	bin, err := labBinary()
+	bin, err := testenv.LabBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -204,3 +205,18 @@ func UserTree(t testing.TB, cache, name, objects, branch, tip string) string {
 	git("symbolic-ref", "HEAD", "refs/heads/"+branch)
 	return dir
 }
+
+// LabBinary is lab's binary, built once per test process (go build
+// lab/cmd/lab) for tests that run lab as a user does: as a process, to be
+// signalled.
+var LabBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "lab-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "lab")
+	if out, err := exec.Command("go", "build", "-o", bin, "lab/cmd/lab").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})

@@ -3,14 +3,11 @@ package watche2e
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"net/mail"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,25 +17,12 @@ import (
 	"lab/internal/testenv"
 )
 
-// lab is lab's binary, built once.
-var lab = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "lab-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "lab")
-	if out, err := exec.Command("go", "build", "-o", bin, "lab/cmd/lab").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // watchOnce runs lab watch --once; stopAt, when given, are lines after the
 // last of which, in order, lab is sent SIGTERM (a watcher stopped
 // mid-run). It returns the output and the exit code.
 func watchOnce(t *testing.T, args []string, stopAt ...string) (string, int) {
 	t.Helper()
-	bin, err := lab()
+	bin, err := testenv.LabBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
