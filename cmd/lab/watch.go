@@ -259,6 +259,15 @@ func (f *watchFlags) status(ctx context.Context, inv invocation) error {
 		}
 		fmt.Fprintf(inv.out, "%-10s %s  %-60.60s  %s\n", w.State, w.Updated.Local().Format("2006-01-02 15:04"), w.Name, what)
 	}
+	if where != "" {
+		broken, err := store.WatchMails(ctx, where, "broken")
+		if err != nil {
+			return err
+		}
+		for _, m := range broken {
+			fmt.Fprintf(inv.out, "%-10s %s  %-60.60s  %s\n", "dropped", m.Arrived.Local().Format("2006-01-02 15:04"), m.MessageID, m.Reason)
+		}
+	}
 	out, err := store.Outbox(ctx)
 	if err != nil {
 		return err
