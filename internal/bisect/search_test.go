@@ -17,9 +17,16 @@ import (
 // Boots may come side by side (Mode.Parallel): it counts how many at once.
 type fakeEnv struct {
 	mu      sync.Mutex
-	delay   time.Duration  // how long a boot takes
-	running int            // boots in progress
-	most    int            // the most boots in progress at once
+	delay   time.Duration // how long a boot takes
+	running int           // boots in progress
+	most    int           // the most boots in progress at once
+	// gate, when set, holds each boot (up to half a second) until gate
+	// boots have run at once: a loaded machine may start one boot a
+	// millisecond after another has ended, and the count would then say
+	// nothing of what the search asked for. filled is closed then, and
+	// gate set to 0.
+	gate    int
+	filled  chan struct{}
 	vals    []float64      // true figure per step, 0..N
 	noise   float64        // relative sd of a boot
 	skip    map[int]string // steps that do not build ("build") or boot ("boot")
@@ -56,7 +63,19 @@ func (f *fakeEnv) Measure(ctx context.Context, k int) (Obs, error) {
 	f.mu.Lock()
 	f.running++
 	f.most = max(f.most, f.running)
+	if f.gate > 0 && f.running >= f.gate {
+		close(f.filled)
+		f.gate = 0 // once
+	}
+	filled := f.filled
 	f.mu.Unlock()
+	if filled != nil {
+		select {
+		case <-filled:
+		case <-time.After(500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	select {
 	case <-time.After(f.delay):
 	case <-ctx.Done():
@@ -435,6 +454,9 @@ func TestParallelBootsGiveTheSerialAnswer(t *testing.T) {
 			for i, parallel := range []int{1, tc.mode.Parallel} {
 				env := newFake(step(5, 6, 0.07), noise)
 				env.delay = time.Millisecond
+				if parallel > 1 && tc.wantMost > 1 {
+					env.gate, env.filled = tc.wantMost, make(chan struct{})
+				}
 				for k, v := range tc.skip {
 					env.skip[k] = v
 				}
