@@ -10,7 +10,6 @@ package listseries
 import (
 	"bytes"
 	"fmt"
-	"mime"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -90,8 +89,8 @@ func Classify(raw []byte) Message {
 	if d, err := h.Header.Date(); err == nil {
 		m.Date = d
 	}
-	m.Subject = decodeHeader(h.Header.Get("Subject"))
-	m.From = decodeHeader(h.Header.Get("From"))
+	m.Subject = mbox.DecodeHeader(h.Header.Get("Subject"))
+	m.From = mbox.DecodeHeader(h.Header.Get("From"))
 	m.Tag = series.ParseTag(m.Subject)
 	switch {
 	case m.ID == "":
@@ -177,13 +176,6 @@ func firstID(v string) string {
 		return g[1]
 	}
 	return strings.Trim(strings.TrimSpace(v), "<>")
-}
-
-func decodeHeader(v string) string {
-	if d, err := new(mime.WordDecoder).DecodeHeader(v); err == nil {
-		v = d
-	}
-	return strings.TrimSpace(v)
 }
 
 // headerOnly finds the Message-ID and Subject lines of a mail whose

@@ -149,14 +149,7 @@ func decode(raw []byte, unescape bool) (Mail, error) {
 		return m, fmt.Errorf("mail headers: %w", err)
 	}
 	h := msg.Header
-	dec := new(mime.WordDecoder)
-	header := func(k string) string {
-		v := h.Get(k)
-		if d, err := dec.DecodeHeader(v); err == nil {
-			v = d
-		}
-		return strings.TrimSpace(v)
-	}
+	header := func(k string) string { return DecodeHeader(h.Get(k)) }
 	m.Subject, m.Date, m.MessageID = header("Subject"), header("Date"), header("Message-Id")
 	m.From = header("From")
 	if a, err := mail.ParseAddress(h.Get("From")); err == nil {
@@ -168,6 +161,15 @@ func decode(raw []byte, unescape bool) (Mail, error) {
 	}
 	err = m.part(textproto.MIMEHeader(h), body, 0)
 	return m, err
+}
+
+// DecodeHeader undoes a header value's RFC 2047 encoding (=?utf-8?q?...?=)
+// and trims it; a value it cannot decode is kept as it is.
+func DecodeHeader(v string) string {
+	if d, err := new(mime.WordDecoder).DecodeHeader(v); err == nil {
+		v = d
+	}
+	return strings.TrimSpace(v)
 }
 
 // formatAddress writes "Name <addr>" in UTF-8, quoting the name only when
