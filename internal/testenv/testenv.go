@@ -206,17 +206,46 @@ func UserTree(t testing.TB, cache, name, objects, branch, tip string) string {
 	return dir
 }
 
+// labBinary is lab's binary built for this test process, in a folder
+// Main removes.
+var labBinary struct {
+	sync.Mutex
+	path string
+}
+
 // LabBinary is lab's binary, built once per test process (go build
-// lab/cmd/lab) for tests that run lab as a user does: as a process, to be
-// signalled.
-var LabBinary = sync.OnceValues(func() (string, error) {
+// lab/cmd/lab), for tests that run lab as a user does: as a process, to be
+// signalled. A package that calls it runs its tests through Main, which
+// removes the binary after them.
+func LabBinary() (string, error) {
+	labBinary.Lock()
+	defer labBinary.Unlock()
+	if labBinary.path != "" {
+		return labBinary.path, nil
+	}
 	dir, err := os.MkdirTemp("", "lab-bin-")
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "lab")
 	if out, err := exec.Command("go", "build", "-o", bin, "lab/cmd/lab").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	labBinary.path = bin
 	return bin, nil
-})
+}
+
+// Main runs m's tests, then removes the lab binary they built, if any: a
+// package whose tests call LabBinary has
+// func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	labBinary.Lock()
+	defer labBinary.Unlock()
+	if labBinary.path != "" {
+		os.RemoveAll(filepath.Dir(labBinary.path))
+		labBinary.path = ""
+	}
+	return code
+}
