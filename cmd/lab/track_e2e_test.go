@@ -121,6 +121,7 @@ matrix:
   boots: 1
   duration: 1s
   warmup: 0s
+  controls: false # syscall-count, named, is the control: not usermode-count too
   measure: icount
 `, user, base))
 	lab, err := spec.Load(labFile)

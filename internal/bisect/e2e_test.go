@@ -66,6 +66,7 @@ matrix:
   boots: 1
   duration: 1s
   warmup: 0s
+  controls: false # the bisect follows uprobe-nop; a control is a guest second a boot
   measure: icount
 `), 0o644)
 	lab, err := spec.Load(labFile)
@@ -176,6 +177,7 @@ matrix:
   boots: 1
   duration: 1s
   warmup: 0s
+  controls: false # the bisect follows uprobe-nop; a control is a guest second a boot
   measure: icount
 `, user, good)), 0o644)
 	lab, err := spec.Load(labFile)

@@ -24,7 +24,7 @@ import (
 // variant of a second each, one boot at a time per shard. Its kernels are
 // in the default cache after the other end-to-end tests.
 func smallLab() []string {
-	return []string{"labs/uprobe-srcu.yaml", "--shards", "2", "--arch", "x86_64", "--cpus", "1", "--benchmarks", "uprobe-nop",
+	return []string{"labs/uprobe-srcu.yaml", "--shards", "2", "--arch", "x86_64", "--cpus", "1", "--benchmarks", "uprobe-nop", "--no-controls",
 		"--producers", "1", "--boots", "2", "--duration", "1s", "--warmup", "0", "--parallel", "1", "--exclusive=false"}
 }
 

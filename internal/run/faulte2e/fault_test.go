@@ -61,6 +61,7 @@ matrix:
   boots: 1
   duration: 1s
   warmup: 0s
+  controls: false # the faults are in the boots, not in the figures
   measure: %s
 `, name, name, measure)))
 	if err != nil {
@@ -185,10 +186,7 @@ func TestFaultGuestHang(t *testing.T) {
 func TestFaultQEMUKilled(t *testing.T) {
 	e2e(t)
 	lab := runtest.SmallLab(t, "x86_64")
-	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
-	if err := lab.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	runtest.OneCPU(t, lab)
 	resultsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -239,10 +237,7 @@ func TestFaultFullDisk(t *testing.T) {
 		t.Skip("mounting a small tmpfs needs root")
 	}
 	lab := runtest.SmallLab(t, "x86_64")
-	lab.Matrix.CPUs, lab.Matrix.Producers, lab.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
-	if err := lab.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	runtest.OneCPU(t, lab)
 	runtest.BuiltKernel(t) // the kernels are cached: the run goes straight to its boots
 	tiny := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48k", "lab-test-full", tiny).CombinedOutput(); err != nil {
@@ -332,13 +327,14 @@ func TestRunSeriesWithoutCode(t *testing.T) {
 func TestFaultConcurrentRuns(t *testing.T) {
 	e2e(t)
 	srcu := runtest.SmallLab(t, "x86_64")
-	srcu.Matrix.CPUs, srcu.Matrix.Producers, srcu.Matrix.Measure = []int{1}, []int{1}, spec.MeasureICount
+	runtest.OneCPU(t, srcu)
 	lazy, err := spec.Load(filepath.Join(runtest.Root(t), "labs", "uprobe-lazy-buffer.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lazy.Matrix.Benchmarks, lazy.Matrix.Boots = []string{"uprobe-nop"}, 1
 	lazy.Matrix.Duration.Duration, lazy.Matrix.Warmup.Duration = time.Second, 0
+	lazy.Matrix.Controls = srcu.Matrix.Controls
 	for _, l := range []*spec.Lab{srcu, lazy} {
 		if err := l.Validate(); err != nil {
 			t.Fatal(err)

@@ -85,6 +85,20 @@ func SmallLab(t testing.TB, archName string) *spec.Lab {
 	return lab
 }
 
+// OneCPU cuts lab to one vCPU and one producer under icount, without the
+// controls: for a test that reads uprobe-nop's figures, or only whether
+// boots ran, each control would be another guest second per boot (about
+// 3 s of host CPU).
+func OneCPU(t testing.TB, lab *spec.Lab) {
+	t.Helper()
+	off := false
+	m := &lab.Matrix
+	m.CPUs, m.Producers, m.Measure, m.Controls = []int{1}, []int{1}, spec.MeasureICount, &off
+	if err := lab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // BenchFragment is the config the kernel's bench needs, which the suite's
 // arm64 kernels carry (SuiteConfig).
 const BenchFragment = "bpf-bench.config"
