@@ -146,3 +146,25 @@ func ClaimsOK(claims []ClaimResult) (bool, []string) {
 	}
 	return len(bad) == 0, bad
 }
+
+// TooNoisy gives, when no non-control row of tables moved significantly
+// while a control moved by DriftPct or more (the wall clock's witness of
+// the host), what the controls did: a "no change" the host's own drift
+// could hide is no verdict. Nil when a row moved, or no control drifted
+// (icount tables never drift).
+func TooNoisy(tables []Table) []string {
+	var drift []string
+	for _, t := range tables {
+		for _, rows := range [][]Row{t.Rows, t.Scaling} {
+			for _, r := range rows {
+				if !r.Control && (r.Change.Verdict == stats.Slower || r.Change.Verdict == stats.Faster) {
+					return nil
+				}
+			}
+		}
+		for _, d := range t.Drift {
+			drift = append(drift, t.Name()+": "+d)
+		}
+	}
+	return drift
+}

@@ -191,6 +191,34 @@ func TestRegressionsLeaveControlsOut(t *testing.T) {
 	}
 }
 
+// A table where nothing moved while a control drifted is too noisy to
+// call; one where a row moved, or no control drifted, is a verdict.
+func TestTooNoisy(t *testing.T) {
+	shape := Shape{Arch: "x86_64", Topology: "2 vCPUs", Accel: variant.Pair[string]{Baseline: results.TCG, Patched: results.TCG}, Clock: variant.Pair[string]{Baseline: results.ClockWall, Patched: results.ClockWall}}
+	same := Row{Benchmark: "kretprobe", Producers: 1, Metric: MetricRate, Change: stats.Change{Verdict: stats.Same, Pct: 1.6, P: 1}}
+	slower := Row{Benchmark: "kretprobe", Producers: 1, Metric: MetricRate, Change: stats.Change{Verdict: stats.Slower, Pct: -6, P: 0.008}}
+	control := Row{Benchmark: "syscall-count", Producers: 1, Metric: MetricRate, Control: true, Change: stats.Change{Verdict: stats.Faster, Pct: 11.5, P: 0.008}}
+	drift := []string{"control syscall-count p=1 moved +11.5 %"}
+	for _, tc := range []struct {
+		name  string
+		table Table
+		noisy bool
+	}{
+		{"nothing moved, a control drifted", Table{Shape: shape, Rows: []Row{same, control}, Drift: drift}, true},
+		{"a row moved beside the drift", Table{Shape: shape, Rows: []Row{slower, control}, Drift: drift}, false},
+		{"a scaling row moved", Table{Shape: shape, Rows: []Row{same, control}, Scaling: []Row{slower}, Drift: drift}, false},
+		{"nothing moved, no drift", Table{Shape: shape, Rows: []Row{same}}, false},
+	} {
+		got := TooNoisy([]Table{tc.table})
+		if (len(got) > 0) != tc.noisy {
+			t.Errorf("%s: TooNoisy = %q, want noisy %v", tc.name, got, tc.noisy)
+		}
+		if tc.noisy && !strings.Contains(got[0], "syscall-count p=1 moved +11.5 %") {
+			t.Errorf("%s: %q does not say what the control did", tc.name, got)
+		}
+	}
+}
+
 func TestClaimsOK(t *testing.T) {
 	claims := CheckClaims([]results.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: stats.Faster}}, nil)
 	if ok, bad := ClaimsOK(claims); ok || len(bad) != 1 || !strings.Contains(bad[0], NotMeasured) {

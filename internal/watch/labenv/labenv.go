@@ -91,6 +91,7 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 		}
 		if err == nil && d != nil {
 			newest := job.Versions[len(job.Versions)-1]
+			noisy(d, newest.Name, out)
 			e.attribute(ctx, lab, newest, filepath.Join(dir, newest.Name+".mbx"), d, out)
 		}
 	}
@@ -133,12 +134,31 @@ func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version,
 // slowerRows are the rows of kernel against the baseline that are
 // significantly slower (controls left out).
 func slowerRows(d *report.Document, kernel string) []string {
+	return verdict.Regressions(againstBaseline(d, kernel))
+}
+
+// againstBaseline are the tables of kernel against the run's baseline.
+func againstBaseline(d *report.Document, kernel string) []verdict.Table {
 	for _, c := range d.Comparisons {
 		if string(c.Patched) == kernel && c.Against == d.Kernels[0] {
-			return verdict.Regressions(c.Tables)
+			return c.Tables
 		}
 	}
 	return nil
+}
+
+// noisy makes a run whose newest kernel moved no row against the baseline
+// while a control drifted (wall clock) a too-noisy reply: the host's own
+// drift could hide a change as large as the control's, so "no change" is
+// not a verdict to mail. The report follows as measured.
+func noisy(d *report.Document, kernel string, out *watch.Result) {
+	drift := verdict.TooNoisy(againstBaseline(d, kernel))
+	if len(drift) == 0 {
+		return
+	}
+	out.Kind = watch.Noisy
+	out.Summary = "No benchmark moved significantly, but the controls, which no series should move, did:\n\n    " +
+		strings.Join(drift, "\n    ") + "\n\nA change of that size cannot be told from the host's own drift. On a quieter host, or at\n1 vCPU under icount (--measure icount), the run can say more.\n\n" + out.Summary
 }
 
 // describe fills what a finished (or partly finished) run says, and

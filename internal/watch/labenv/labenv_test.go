@@ -108,3 +108,28 @@ func TestAttribute(t *testing.T) {
 		})
 	}
 }
+
+// A run where nothing moved while a control drifted (the committed
+// objpool sanity run: syscall-count +11.5 % on x86_64 at 2 vCPUs, wall
+// clock) is a too-noisy reply that quotes the control; a run that moved a
+// row keeps its verdict.
+func TestNoisy(t *testing.T) {
+	for _, tc := range []struct {
+		run  string
+		want watch.Kind
+	}{
+		{"../../../results/examples/kretprobe-objpool-sanity/x86_64-2cpu", watch.Noisy},
+		{"../../../results/examples/kretprobe-objpool/x86_64-2cpu-quiet", watch.Verdict},
+		{"../../../results/examples/uprobe-lazy-buffer/x86_64-1cpu-icount", watch.Verdict},
+	} {
+		d := report.Build(load(t, tc.run), tc.run, "test")
+		out := &watch.Result{Kind: watch.Verdict, Summary: "the report\n"}
+		noisy(d, string(d.Kernels[len(d.Kernels)-1]), out)
+		if out.Kind != tc.want {
+			t.Errorf("%s: %s, want %s", tc.run, out.Kind, tc.want)
+		}
+		if tc.want == watch.Noisy && (!strings.Contains(out.Summary, "syscall-count p=1 moved +11.5 %") || !strings.HasSuffix(out.Summary, "the report\n")) {
+			t.Errorf("%s: summary does not quote the control before the report:\n%s", tc.run, out.Summary)
+		}
+	}
+}
