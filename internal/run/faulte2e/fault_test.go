@@ -149,7 +149,7 @@ func noQEMUIn(t *testing.T, dir string) {
 func TestFaultGuestPanic(t *testing.T) {
 	e2e(t)
 	lab := faultLab(t, "fault-panic", testenv.Edit{Subject: "uprobes: panic on the first hit", File: "kernel/events/uprobes.c",
-		Change: testenv.Replace(hitPath, hitPath+"\tpanic(\"lab test: a uprobe was hit\");\n")}, "icount")
+		Change: testenv.Replace(hitPath, hitPath+"\tpanic(\"lab test: a uprobe was hit\");\n")}, spec.MeasureWall)
 	res, dir, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Parallel: 1})
 	if res == nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -186,7 +186,7 @@ func TestFaultGuestHang(t *testing.T) {
 func TestFaultQEMUKilled(t *testing.T) {
 	e2e(t)
 	lab := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, lab)
+	runtest.OneCPU(t, lab, spec.MeasureWall)
 	resultsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -237,7 +237,9 @@ func TestFaultFullDisk(t *testing.T) {
 		t.Skip("mounting a small tmpfs needs root")
 	}
 	lab := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, lab)
+	// icount: its boots' records (with what held each still) fill the
+	// 48 kB disk mid-run; the wall clock's smaller ones fit.
+	runtest.OneCPU(t, lab, spec.MeasureICount)
 	runtest.BuiltKernel(t) // the kernels are cached: the run goes straight to its boots
 	tiny := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48k", "lab-test-full", tiny).CombinedOutput(); err != nil {
@@ -269,7 +271,7 @@ func TestFaultDamagedCacheEntry(t *testing.T) {
 	lab := faultLab(t, "damaged-entry", testenv.Edit{
 		Subject: "uprobes: a kernel of this test's own", File: "kernel/events/uprobes.c",
 		Change: func(s string) string { return s + "\n/* lab test: TestFaultDamagedCacheEntry's own kernel */\n" },
-	}, spec.MeasureICount)
+	}, spec.MeasureWall)
 	res, _, err, out := runQuiet(t, context.Background(), run.Options{Lab: lab, Only: variant.Patched, BuildOnly: true})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -327,14 +329,14 @@ func TestRunSeriesWithoutCode(t *testing.T) {
 func TestFaultConcurrentRuns(t *testing.T) {
 	e2e(t)
 	srcu := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, srcu)
+	runtest.OneCPU(t, srcu, spec.MeasureWall)
 	lazy, err := spec.Load(filepath.Join(runtest.Root(t), "labs", "uprobe-lazy-buffer.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lazy.Matrix.Benchmarks, lazy.Matrix.Boots = []string{"uprobe-nop"}, 1
 	lazy.Matrix.Duration.Duration, lazy.Matrix.Warmup.Duration = time.Second, 0
-	lazy.Matrix.Controls = srcu.Matrix.Controls
+	lazy.Matrix.Controls, lazy.Matrix.Measure = srcu.Matrix.Controls, srcu.Matrix.Measure
 	for _, l := range []*spec.Lab{srcu, lazy} {
 		if err := l.Validate(); err != nil {
 			t.Fatal(err)

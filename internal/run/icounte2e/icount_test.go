@@ -12,6 +12,7 @@ import (
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/run/runtest"
+	"lab/internal/spec"
 	"lab/internal/testenv"
 	"lab/internal/variant"
 )
@@ -24,7 +25,7 @@ import (
 func TestICountSeesThePathLength(t *testing.T) {
 	testenv.E2E(t, "builds and boots real kernels under icount")
 	lab := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, lab)
+	runtest.OneCPU(t, lab, spec.MeasureICount)
 	res, _, out := runtest.Run(t, lab)
 	t.Log(out)
 	var rate variant.Pair[float64]

@@ -85,15 +85,16 @@ func SmallLab(t testing.TB, archName string) *spec.Lab {
 	return lab
 }
 
-// OneCPU cuts lab to one vCPU and one producer under icount, without the
-// controls: for a test that reads uprobe-nop's figures, or only whether
-// boots ran, each control would be another guest second per boot (about
-// 3 s of host CPU).
-func OneCPU(t testing.TB, lab *spec.Lab) {
+// OneCPU cuts lab to one vCPU and one producer measured on clock, without
+// the controls: for a test that reads uprobe-nop's figures, or only whether
+// boots ran, each control would be another guest second per boot. A test
+// that does not read the figures measures on the wall clock: a guest
+// second is a second of one host CPU there, and about 3 under icount.
+func OneCPU(t testing.TB, lab *spec.Lab, clock string) {
 	t.Helper()
 	off := false
 	m := &lab.Matrix
-	m.CPUs, m.Producers, m.Measure, m.Controls = []int{1}, []int{1}, spec.MeasureICount, &off
+	m.CPUs, m.Producers, m.Measure, m.Controls = []int{1}, []int{1}, clock, &off
 	if err := lab.Validate(); err != nil {
 		t.Fatal(err)
 	}
