@@ -24,14 +24,16 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	}
 	if q := b.pending[k]; len(q) > 0 {
 		b.pending[k] = q[1:]
-		b.mu.Unlock()
 		from := "a boot of the ends that chose the figure"
 		switch {
 		case b.opt.Run:
 			from = "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
+			b.earlier++
 		case b.opt.Ends != nil:
 			from = "an earlier boot of this commit (the history's)"
+			b.earlier++
 		}
+		b.mu.Unlock()
 		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, from)
 		return q[0], nil
 	}

@@ -148,6 +148,8 @@ type bisector struct {
 	// and boot count, the steps' boots, pending and ends.
 	mu     sync.Mutex
 	booted int
+	// earlier counts the figures taken from boots before this bisect.
+	earlier int
 }
 
 // workers is how many boots run at once: the plan's (see testbed.Parallelize)
@@ -177,7 +179,7 @@ func (b *bisector) do(ctx context.Context) error {
 			return err
 		}
 	}
-	mode := Mode{ICount: b.plan.Clock == results.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	mode := b.searchMode()
 	if w := b.workers(); w > 1 {
 		b.logf("bisect: up to %d boots at a time (icount: a guest beside another does not change its figures)", w)
 	}
@@ -195,6 +197,18 @@ func (b *bisector) do(ctx context.Context) error {
 		return err
 	}
 	return b.tree.Checkout(ctx, b.tree.BaseHash)
+}
+
+// searchMode is how the search judges this bisect's boots.
+func (b *bisector) searchMode() Mode {
+	mode := Mode{ICount: b.plan.Clock == results.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	// Under icount one image gives one figure (docs/validation.md): the
+	// history's boots of the ends stand for them, and another boot of an
+	// end would only repeat its figure.
+	if e := b.opt.Ends; e != nil && mode.ICount && len(e.Good) > 0 && len(e.Bad) > 0 {
+		mode.EndBoots = min(len(e.Good), len(e.Bad))
+	}
+	return mode
 }
 
 // prepare makes the source tree, the kernel builder, the initramfs and
@@ -233,6 +247,9 @@ func (b *bisector) record(res *Result) {
 		return
 	}
 	Record(b.run.Bisect, res, b.steps, b.opt.Each)
+	b.mu.Lock()
+	b.run.Bisect.Boots, b.run.Bisect.Earlier = max(b.run.Bisect.Boots-b.earlier, 0), b.earlier
+	b.mu.Unlock()
 	b.steps = b.run.Bisect.Steps
 }
 

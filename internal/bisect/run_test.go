@@ -52,3 +52,62 @@ func TestFollowKeepsTheLabsOrder(t *testing.T) {
 		})
 	}
 }
+
+// A bisect that lab track hands the history's boots of its ends to takes
+// them as the ends' boots under icount, where one image gives one figure:
+// it boots neither end again. Without them, or under the wall clock, the
+// search's own count of end boots holds.
+func TestHistoryEndsStandUnderICount(t *testing.T) {
+	one := &Ends{Good: []Obs{{Value: 1}}, Bad: []Obs{{Value: 2}}}
+	for _, tc := range []struct {
+		name  string
+		clock string
+		ends  *Ends
+		want  int
+	}{
+		{"icount, the history's ends", results.ClockICount, one, 1},
+		{"icount, two of one end", results.ClockICount, &Ends{Good: []Obs{{Value: 1}, {Value: 1}}, Bad: []Obs{{Value: 2}}}, 1},
+		{"icount, no history", results.ClockICount, nil, 0},
+		{"icount, one end missing", results.ClockICount, &Ends{Good: []Obs{{Value: 1}}}, 0},
+		{"wall clock", results.ClockWall, one, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &bisector{opt: Options{Ends: tc.ends}}
+			b.plan.Clock = tc.clock
+			if got := b.searchMode().EndBoots; got != tc.want {
+				t.Errorf("EndBoots %d, want %d (0: the search's default)", got, tc.want)
+			}
+		})
+	}
+	// The search with one boot of each end given boots neither again.
+	env := newFake(step(2, 4, 0.05), 1e-6)
+	pending := map[int]int{0: 1, 4: 1}
+	given := &givenEnds{fakeEnv: env, pending: pending}
+	res, err := Search(context.Background(), given, Mode{ICount: true, EndBoots: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Culprit != 2 {
+		t.Errorf("culprit %d, want 2", res.Culprit)
+	}
+	for _, k := range env.boots {
+		if k == 0 || k == 4 {
+			t.Errorf("end %d booted again (boots %v)", k, env.boots)
+		}
+	}
+}
+
+// givenEnds answers an end's first Measure from figures measured before,
+// as the bisector does with the history's boots.
+type givenEnds struct {
+	*fakeEnv
+	pending map[int]int
+}
+
+func (g *givenEnds) Measure(ctx context.Context, k int) (Obs, error) {
+	if g.pending[k] > 0 {
+		g.pending[k]--
+		return Obs{Value: g.vals[k], Controls: map[string]float64{"syscall-count": 3.86e6}}, nil
+	}
+	return g.fakeEnv.Measure(ctx, k)
+}

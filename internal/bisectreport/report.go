@@ -74,7 +74,11 @@ func Headline(r *results.Run) string {
 	ends := fmt.Sprintf("%s %s between the ends (%s)", bi.Figure, changeText(bi, bi.Change), where)
 	steps, boots := measuredSteps(bi), bi.Boots
 	n := len(bi.Steps) - 1
-	cost := fmt.Sprintf("%d steps between the ends and %d boots for %d patches (a bisect needs about ⌈log2 n⌉ = %d)", steps, boots, n, int(math.Ceil(math.Log2(float64(max(n, 1))))))
+	spent := fmt.Sprintf("%d boots", boots)
+	if bi.Earlier > 0 {
+		spent += fmt.Sprintf(" (the ends' figures from %d earlier)", bi.Earlier)
+	}
+	cost := fmt.Sprintf("%d steps between the ends and %s for %d patches (a bisect needs about ⌈log2 n⌉ = %d)", steps, spent, n, int(math.Ceil(math.Log2(float64(max(n, 1))))))
 	if bi.Each {
 		cost = fmt.Sprintf("every one of the %d steps measured, %d boots", n+1, boots)
 	}

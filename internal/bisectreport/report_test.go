@@ -2,6 +2,7 @@ package bisectreport
 
 import (
 	"encoding/xml"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,5 +56,20 @@ func TestReportFormats(t *testing.T) {
 		if !strings.Contains(string(files["report.html"]), "<svg") {
 			t.Error("report.html has no chart")
 		}
+	}
+}
+
+// The headline counts the boots the bisect spent, and says when the ends'
+// figures came from boots before it (lab track --bisect hands over the
+// history's): those are not boots it spent.
+func TestHeadlineCountsEarlierFigures(t *testing.T) {
+	r := recorded(t, false)
+	spent := r.Bisect.Boots
+	if h := Headline(r); !strings.Contains(h, " boots for ") || strings.Contains(h, "earlier") {
+		t.Errorf("no earlier figures: %q", h)
+	}
+	r.Bisect.Earlier = 2
+	if h := Headline(r); !strings.Contains(strings.Join(strings.Fields(h), " "), fmt.Sprintf("%d boots (the ends' figures from 2 earlier) for", spent)) {
+		t.Errorf("two earlier figures: %q", h)
 	}
 }

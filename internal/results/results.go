@@ -613,6 +613,9 @@ type Bisect struct {
 	Explains float64      `json:"explains"` // the culprit's share of the change
 	Notes    []string     `json:"notes,omitempty"`
 	Boots    int          `json:"boots"` // boots spent
+	// Earlier counts the figures of the ends taken from boots before this
+	// bisect (the history's, or an earlier lab bisect --run's): not spent.
+	Earlier int `json:"earlier,omitempty"`
 }
 
 // Found is the Outcome of a bisect that named one step (or a range
