@@ -22,6 +22,7 @@ import (
 // against the baseline and v2 against v1.
 func TestSeveralSeriesInOneRun(t *testing.T) {
 	testenv.E2E(t, "lab run --series v1 --series v2 builds and boots three real kernels")
+	t.Parallel() // see TestTrackAStream
 	ctx := context.Background()
 	cache := testbed.DefaultCache()
 	seed, err := filepath.Glob(filepath.Join("..", "..", "patches", "uprobe-lazy-buffer", "*.patch"))

@@ -122,6 +122,61 @@ func left(words ...string) []string {
 	return out
 }
 
+// descendants lists the processes under s's lab whose command line holds
+// all of words. Other packages' tests build in the same cache at the same
+// time: whether lab left a make of its own running is a question about
+// these processes alone.
+func (s *started) descendants(words ...string) []int {
+	parent := map[int]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		var pid, ppid int
+		var state string
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+			fmt.Sscan(string(b[:strings.IndexByte(string(b), ' ')]), &pid)
+			fmt.Sscan(string(b[i+1:]), &state, &ppid)
+			parent[pid] = ppid
+		}
+	}
+	var out []int
+	for _, l := range left(words...) {
+		var pid int
+		fmt.Sscan(strings.SplitN(l, ":", 2)[0], &pid)
+		for p, hops := parent[pid], 0; p > 1 && hops < 64; p, hops = parent[p], hops+1 {
+			if p == s.cmd.Process.Pid {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// running lists which of pids still run (a zombie does not), after
+// waiting a few seconds at most for them to go.
+func running(pids []int) []int {
+	var out []int
+	for i := 0; i < 50; i++ {
+		out = out[:0]
+		for _, pid := range pids {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if i := strings.LastIndexByte(string(b), ')'); err == nil && i > 0 && !strings.HasPrefix(strings.TrimSpace(string(b[i+1:])), "Z") {
+				out = append(out, pid)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out
+}
+
 // settle waits for processes holding words to go, a few seconds at most.
 func settle(words ...string) []string {
 	for i := 0; i < 50; i++ {
@@ -203,12 +258,21 @@ func TestSignalDuringBuild(t *testing.T) {
 	s := startLab(t, "run", lab, "--results", res)
 	s.await(t, "kernel x86_64/patched ...", 20*time.Minute)
 	time.Sleep(3 * time.Second)
+	var makes []int
+	for i := 0; i < 300 && len(makes) == 0; i++ {
+		if makes = s.descendants("make", "O="+testbed.DefaultCache()); len(makes) == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if len(makes) == 0 {
+		t.Fatalf("no make under lab 30 s into its build:\n%s", s.output())
+	}
 	code, took := s.stop(t, syscall.SIGTERM)
 	if code != 143 || took > 20*time.Second {
 		t.Errorf("exit %d after %v, want 143 at once:\n%s", code, took, s.output())
 	}
-	if l := settle("make", "O="+testbed.DefaultCache()); len(l) > 0 {
-		t.Errorf("make left running after lab stopped: %v", l)
+	if l := running(makes); len(l) > 0 {
+		t.Errorf("lab's make processes %v still run after lab stopped", l)
 	}
 	again := startLab(t, "run", lab, "--results", res)
 	if err := <-again.done; err != nil {

@@ -87,6 +87,7 @@ var streamBranch = []testenv.Edit{
 // example results/examples/track-stream).
 func TestTrackAStream(t *testing.T) {
 	testenv.E2E(t, "lab track builds and boots a branch of real kernels")
+	t.Parallel() // beside the other long end-to-end tests of lab's commands, after the signals' (which look for lab's own processes)
 	ctx := context.Background()
 	cache := testbed.DefaultCache()
 	root := testenv.Checkout(t, "../..")
