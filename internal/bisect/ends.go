@@ -35,8 +35,9 @@ func (b *bisector) loadEnds() {
 		b.ends = &endsCache{}
 		return
 	}
-	b.pending[0] = append(b.pending[0], b.ends.Good...)
-	b.pending[len(b.steps)-1] = append(b.pending[len(b.steps)-1], b.ends.Bad...)
+	from := "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
+	b.give(0, b.ends.Good, from)
+	b.give(len(b.steps)-1, b.ends.Bad, from)
 }
 
 func (b *bisector) saveEnd(k int, o Obs) {

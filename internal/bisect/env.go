@@ -24,18 +24,12 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	}
 	if q := b.pending[k]; len(q) > 0 {
 		b.pending[k] = q[1:]
-		from := "a boot of the ends that chose the figure"
-		switch {
-		case b.opt.Run:
-			from = "an earlier lab bisect --run of the same ends (" + b.endsPath() + ")"
-			b.earlier++
-		case b.opt.Ends != nil:
-			from = "an earlier boot of this commit (the history's)"
+		if q[0].from != choosingBoot {
 			b.earlier++
 		}
 		b.mu.Unlock()
-		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, from)
-		return q[0], nil
+		b.logf("step %d (%s): figure from %s", k, b.steps[k].Name, q[0].from)
+		return q[0].Obs, nil
 	}
 	b.mu.Unlock()
 	boot, err := b.bootStep(ctx, k)
@@ -49,6 +43,26 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 		b.saveEnd(k, o)
 	}
 	return o, err
+}
+
+// given is a figure of an end the search takes instead of a boot, and
+// where it came from: a boot this bisect made to choose its figure, or one
+// before it (not a boot it spent).
+type given struct {
+	Obs
+	from string
+}
+
+const (
+	choosingBoot = "a boot of the ends that chose the figure"
+	historyBoot  = "an earlier boot of this commit (the history's)"
+)
+
+// give queues figures of step k the search takes before booting it.
+func (b *bisector) give(k int, obs []Obs, from string) {
+	for _, o := range obs {
+		b.pending[k] = append(b.pending[k], given{Obs: o, from: from})
+	}
 }
 
 // bootStep boots step k, building its kernel first if need be (callers

@@ -141,7 +141,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	why := fmt.Sprintf("the row that changed most between the ends: %+.3f %% [%+.3f, %+.3f], p = %.3f", best.Change.Pct, best.Change.Lo, best.Change.Hi, best.Change.P)
 	b.logf("following %s: %s", f, why)
 	b.follow(f, why)
-	b.pending = map[int][]Obs{}
+	b.pending = map[int][]given{}
 	for _, boot := range ends {
 		o, err := b.obs(boot)
 		if err != nil {
@@ -151,7 +151,7 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 		if boot.Variant == variant.Patched {
 			k = n
 		}
-		b.pending[k] = append(b.pending[k], o)
+		b.pending[k] = append(b.pending[k], given{Obs: o, from: choosingBoot})
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil
-	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]Obs{}}
+	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]given{}}
 	b.rep = progress.New(opt.Out, b.start)
 	defer b.rep.Stop()
 	if fig != nil {
@@ -138,9 +138,9 @@ type bisector struct {
 	bench *testbed.Bench
 	tree  *source.Tree // bench's
 	steps []results.BisectStep
-	// pending are boots of the ends made before the figure was chosen, to
-	// be handed to the search first.
-	pending map[int][]Obs
+	// pending are figures of the ends the search takes before it boots
+	// them: boots made to choose the figure, or earlier ones.
+	pending map[int][]given
 	// ends is the --run cache of the ends' figures (icount), nil until
 	// read.
 	ends *endsCache
@@ -233,8 +233,8 @@ func (b *bisector) prepare(ctx context.Context) error {
 		return err
 	}
 	if e := b.opt.Ends; e != nil && b.plan.Clock == results.ClockICount && len(b.steps) > 1 {
-		b.pending[0] = append(b.pending[0], e.Good...)
-		b.pending[len(b.steps)-1] = append(b.pending[len(b.steps)-1], e.Bad...)
+		b.give(0, e.Good, historyBoot)
+		b.give(len(b.steps)-1, e.Bad, historyBoot)
 	}
 	b.logf("bisect: %s, %d steps; %s, %s, %s clock", b.run.Bisect.Range, len(b.steps)-1, b.plan.Arch.Name, b.plan.Shape, b.plan.Clock)
 	b.run.Bisect.Steps = b.steps

@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/initramfs/protocol"
+	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/spec"
 )
@@ -110,4 +112,29 @@ func (g *givenEnds) Measure(ctx context.Context, k int) (Obs, error) {
 		return Obs{Value: g.vals[k], Controls: map[string]float64{"syscall-count": 3.86e6}}, nil
 	}
 	return g.fakeEnv.Measure(ctx, k)
+}
+
+// A figure the search takes instead of a boot says where it came from,
+// and only those from before this bisect count as earlier: the boots made
+// to choose the figure were spent by it.
+func TestGivenFiguresSayWhereTheyCameFrom(t *testing.T) {
+	var out bytes.Buffer
+	b := &bisector{rep: progress.New(&out, time.Now()), pending: map[int][]given{},
+		steps: make([]results.BisectStep, 3)}
+	b.give(0, []Obs{{Value: 1}}, historyBoot)
+	b.pending[2] = append(b.pending[2], given{Obs: Obs{Value: 2}, from: choosingBoot})
+	for k, want := range map[int]float64{0: 1, 2: 2} {
+		o, err := b.Measure(context.Background(), k)
+		if err != nil || o.Value != want {
+			t.Fatalf("step %d: %+v, %v; want the given figure %v", k, o, err, want)
+		}
+	}
+	if b.earlier != 1 {
+		t.Errorf("earlier %d, want 1 (the history's; not the boot that chose the figure)", b.earlier)
+	}
+	for _, w := range []string{"step 0 (): figure from " + historyBoot, "step 2 (): figure from " + choosingBoot} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
 }
