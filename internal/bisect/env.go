@@ -65,6 +65,17 @@ func (b *bisector) give(k int, obs []Obs, from string) {
 	}
 }
 
+// earlierOf counts the figures of step k queued from before this bisect.
+func (b *bisector) earlierOf(k int) int {
+	n := 0
+	for _, g := range b.pending[k] {
+		if g.from != choosingBoot {
+			n++
+		}
+	}
+	return n
+}
+
 // bootStep boots step k, building its kernel first if need be (callers
 // that boot side by side build first: there is one source tree).
 func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {

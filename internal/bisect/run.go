@@ -203,10 +203,10 @@ func (b *bisector) do(ctx context.Context) error {
 func (b *bisector) searchMode() Mode {
 	mode := Mode{ICount: b.plan.Clock == results.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
 	// Under icount one image gives one figure (docs/validation.md): the
-	// history's boots of the ends stand for them, and another boot of an
-	// end would only repeat its figure.
-	if e := b.opt.Ends; e != nil && mode.ICount && len(e.Good) > 0 && len(e.Bad) > 0 {
-		mode.EndBoots = min(len(e.Good), len(e.Bad))
+	// figures of the ends queued from before this bisect (the history's)
+	// stand for them, and another boot of an end would only repeat one.
+	if g, bad := b.earlierOf(0), b.earlierOf(len(b.steps)-1); mode.ICount && g > 0 && bad > 0 {
+		mode.EndBoots = min(g, bad)
 	}
 	return mode
 }

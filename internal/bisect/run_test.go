@@ -74,12 +74,25 @@ func TestHistoryEndsStandUnderICount(t *testing.T) {
 		{"wall clock", results.ClockWall, one, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &bisector{opt: Options{Ends: tc.ends}}
+			b := &bisector{opt: Options{Ends: tc.ends}, pending: map[int][]given{}, steps: make([]results.BisectStep, 3)}
 			b.plan.Clock = tc.clock
+			if tc.ends != nil { // as prepare queues them
+				b.give(0, tc.ends.Good, historyBoot)
+				b.give(2, tc.ends.Bad, historyBoot)
+			}
 			if got := b.searchMode().EndBoots; got != tc.want {
 				t.Errorf("EndBoots %d, want %d (0: the search's default)", got, tc.want)
 			}
 		})
+	}
+	// Boots this bisect made to choose its figure are its own: they do
+	// not lower the count of end boots.
+	b := &bisector{pending: map[int][]given{}, steps: make([]results.BisectStep, 3)}
+	b.plan.Clock = results.ClockICount
+	b.pending[0] = []given{{Obs: Obs{Value: 1}, from: choosingBoot}}
+	b.pending[2] = []given{{Obs: Obs{Value: 2}, from: choosingBoot}}
+	if got := b.searchMode().EndBoots; got != 0 {
+		t.Errorf("ends that chose the figure: EndBoots %d, want 0 (the search's default)", got)
 	}
 	// The search with one boot of each end given boots neither again.
 	env := newFake(step(2, 4, 0.05), 1e-6)
