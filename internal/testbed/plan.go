@@ -8,6 +8,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
+	"lab/internal/benchmark"
 	"lab/internal/results"
 	"lab/internal/spec"
 	"lab/internal/topology"
@@ -124,7 +125,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 				affinity = *m.Affinity
 			}
 			p.Job = protocol.Job{
-				Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
+				Benchmarks: benchmark.RunOrder(m.JobBenchmarks()), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
 				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive, Tools: lab.Tools,
 			}
 			if clock == results.ClockICount {
