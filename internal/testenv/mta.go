@@ -50,15 +50,19 @@ func StartMTA(t testing.TB) *MTA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// smtpd's queue is a fixed path (/var/spool/smtpd): bubblewrap gives
-	// this one a folder of its own there, so that it starts empty and
-	// leaves nothing behind for the next.
-	spool := filepath.Join(dir, "spool")
-	if err := os.Mkdir(spool, 0o711); err != nil {
-		t.Fatal(err)
+	// smtpd's queue and control socket are fixed paths (/var/spool/smtpd,
+	// /run/smtpd.sock): bubblewrap gives this one folders of its own there,
+	// so that it starts empty, leaves nothing behind for the next, and an
+	// smtpd of another test run on the machine does not stop it ("control
+	// socket already listening").
+	spool, run := filepath.Join(dir, "spool"), filepath.Join(dir, "run")
+	for _, d := range []string{spool, run} {
+		if err := os.Mkdir(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command("bwrap", "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-		"--bind", spool, "/var/spool/smtpd", "--die-with-parent", "--", smtpd, "-d", "-f", conf)
+		"--bind", spool, "/var/spool/smtpd", "--bind", run, "/run", "--die-with-parent", "--", smtpd, "-d", "-f", conf)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
