@@ -138,8 +138,8 @@ func watchPass(ctx context.Context, cfg watch.Config, store *history.Store, d ou
 	start := time.Now()
 	st, err := watch.Once(ctx, cfg)
 	if st != nil {
-		fmt.Fprintf(out, "watch: %d mails read in %s (%d seen before): %s; %d series answered, %d waiting, %d skipped, %d incomplete\n",
-			st.Read, time.Since(start).Round(time.Millisecond), st.Duplicates, kinds(st), st.Answered, st.Waiting, st.Skipped, st.Incomplete)
+		fmt.Fprintf(out, "watch: %d mails read in %s (%d seen before): %s; %d stored mails parsed into series; %d series answered, %d waiting, %d skipped, %d incomplete\n",
+			st.Read, time.Since(start).Round(time.Millisecond), st.Duplicates, kinds(st), st.Parsed, st.Answered, st.Waiting, st.Skipped, st.Incomplete)
 	}
 	if err != nil {
 		return err

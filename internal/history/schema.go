@@ -95,6 +95,7 @@ var migrations = []migration{
 		sha256 TEXT NOT NULL,
 		PRIMARY KEY (run, variant))`}},
 	{"the list watcher's state", watchTables},
+	{"the list watcher's settled mails", watchSettled},
 }
 
 // labTables are the tables the migrations make, besides schema_version.

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -58,6 +59,18 @@ var watchTables = []string{
 		sent TEXT NOT NULL)`,
 }
 
+// watchSettled is the schema step that lets a pass leave settled series
+// alone: a mail records the posting it was settled in (one answered,
+// skipped or incomplete, or "-" for a mail no posting took), and a series
+// what a later version of it is found by.
+var watchSettled = []string{
+	`ALTER TABLE watch_mails ADD COLUMN posting TEXT NOT NULL DEFAULT ''`,
+	`CREATE INDEX watch_mails_posting ON watch_mails (inbox, posting)`,
+	`ALTER TABLE watch_series ADD COLUMN subject TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE watch_series ADD COLUMN author TEXT NOT NULL DEFAULT ''`,
+	`ALTER TABLE watch_series ADD COLUMN change_id TEXT NOT NULL DEFAULT ''`,
+}
+
 // WatchMail is one mail the watcher read.
 type WatchMail struct {
 	MessageID string
@@ -67,6 +80,9 @@ type WatchMail struct {
 	Reason    string // why it was dropped, for a broken or other mail
 	Arrived   time.Time
 	Raw       []byte // kept for patches and cover letters only
+	// Posting is the settled posting the mail is part of, "-" for one
+	// no posting took, "" while its posting is still open.
+	Posting string
 }
 
 // WatchCursor is where the last read of inbox ended, "" before the first.
@@ -130,11 +146,46 @@ func (s *Store) AddWatchMail(ctx context.Context, m WatchMail) (bool, error) {
 // WatchMails are the mails of inbox of the given kinds, in the order they
 // were read.
 func (s *Store) WatchMails(ctx context.Context, inbox string, kinds ...string) ([]WatchMail, error) {
+	return s.watchMails(ctx, inbox, "", nil, kinds)
+}
+
+// OpenWatchMails are the mails of inbox of the given kinds not yet settled
+// in a posting, with those settled in the postings named, in the order they
+// were read: what a pass assembles series from.
+func (s *Store) OpenWatchMails(ctx context.Context, inbox string, postings []string, kinds ...string) ([]WatchMail, error) {
+	out, err := s.watchMails(ctx, inbox, ` AND posting = ''`, nil, kinds)
+	postings = slices.DeleteFunc(slices.Clone(postings), func(p string) bool { return p == "" || p == "-" })
+	if err != nil || len(postings) == 0 {
+		return out, err
+	}
+	slices.Sort(postings)
+	postings = slices.Compact(postings)
+	for chunk := range slices.Chunk(postings, inChunk) {
+		more, err := s.watchMails(ctx, inbox, ` AND posting IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, chunk, kinds)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	slices.SortStableFunc(out, func(a, b WatchMail) int {
+		return cmp.Or(a.Arrived.Compare(b.Arrived), strings.Compare(a.MessageID, b.MessageID))
+	})
+	return out, nil
+}
+
+// inChunk is how many values one IN (...) list holds: below SQLite's
+// oldest limit of 999 variables per statement.
+const inChunk = 500
+
+func (s *Store) watchMails(ctx context.Context, inbox, where string, whereArgs []string, kinds []string) ([]WatchMail, error) {
 	// Each pass asks for the patches and cover letters of an inbox whose
 	// mails are mostly other traffic: the index on (inbox, kind) leaves
 	// those unread.
-	stmt := `SELECT message_id, inbox, place, kind, reason, arrived, raw FROM watch_mails WHERE inbox = ?`
+	stmt := `SELECT message_id, inbox, place, kind, reason, arrived, raw, posting FROM watch_mails WHERE inbox = ?` + where
 	args := []any{inbox}
+	for _, a := range whereArgs {
+		args = append(args, a)
+	}
 	if len(kinds) > 0 {
 		stmt += ` AND kind IN (?` + strings.Repeat(", ?", len(kinds)-1) + `)`
 		for _, k := range kinds {
@@ -150,7 +201,7 @@ func (s *Store) WatchMails(ctx context.Context, inbox string, kinds ...string) (
 	for rows.Next() {
 		var m WatchMail
 		var arrived, raw string
-		if err := rows.Scan(&m.MessageID, &m.Inbox, &m.Where, &m.Kind, &m.Reason, &arrived, &raw); err != nil {
+		if err := rows.Scan(&m.MessageID, &m.Inbox, &m.Where, &m.Kind, &m.Reason, &arrived, &raw, &m.Posting); err != nil {
 			return nil, s.explain(err)
 		}
 		if m.Arrived, err = time.Parse(time.RFC3339Nano, arrived); err != nil {
@@ -160,6 +211,96 @@ func (s *Store) WatchMails(ctx context.Context, inbox string, kinds ...string) (
 			return nil, fmt.Errorf("mail %s: %w", m.MessageID, err)
 		}
 		out = append(out, m)
+	}
+	return out, s.explain(rows.Err())
+}
+
+// SettleWatchMails records the mails ids as part of the settled posting
+// (answered, skipped or incomplete; "-" for mails no posting took, with
+// reason as why): later passes leave them unread unless a new mail belongs
+// with that posting. A mail already settled keeps its posting.
+func (s *Store) SettleWatchMails(ctx context.Context, posting, reason string, ids []string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(err)
+	}
+	defer tx.Rollback()
+	for chunk := range slices.Chunk(ids, inChunk) {
+		args := []any{posting}
+		stmt := `UPDATE watch_mails SET posting = ?`
+		if reason != "" {
+			stmt += `, reason = ?`
+			args = append(args, reason)
+		}
+		stmt += ` WHERE posting = '' AND message_id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q(stmt), args...); err != nil {
+			return fmt.Errorf("settle the mails of %s: %w", posting, s.explain(err))
+		}
+	}
+	return s.explain(tx.Commit())
+}
+
+// SettledPostings are the settled postings of inbox that a mail with one
+// of ids as its Message-ID, parent or reference may belong with: those
+// keyed by one of ids, or holding a mail whose Message-ID is one.
+func (s *Store) SettledPostings(ctx context.Context, inbox string, ids []string) ([]string, error) {
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "" })
+	var out []string
+	for chunk := range slices.Chunk(ids, inChunk) {
+		in := `(?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		args := []any{inbox}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		args = append(args, inbox)
+		args = append(args, args[1:len(chunk)+1]...)
+		keys, err := s.column(ctx, `SELECT posting FROM watch_mails WHERE inbox = ? AND posting NOT IN ('', '-') AND message_id IN `+in+`
+			UNION SELECT posting FROM watch_mails WHERE inbox = ? AND posting NOT IN ('', '-') AND posting IN `+in, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, keys...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// EarlierVersions are the settled series of inbox a posting of version v
+// may follow: by subject and author, by change-id, or linked to from its
+// cover letter (linked, Message-IDs).
+func (s *Store) EarlierVersions(ctx context.Context, inbox string, v int, subject, author, changeID string, linked []string) ([]string, error) {
+	stmt := `SELECT posting FROM watch_series WHERE inbox = ? AND version < ? AND state IN ('answered', 'skipped', 'incomplete')
+		AND ((subject = ? AND author = ?) OR (change_id <> '' AND change_id = ?)`
+	args := []any{inbox, v, strings.ToLower(subject), author, changeID}
+	if len(linked) > inChunk {
+		linked = linked[:inChunk]
+	}
+	if len(linked) > 0 {
+		stmt += ` OR posting IN (?` + strings.Repeat(", ?", len(linked)-1) + `)`
+		for _, id := range linked {
+			args = append(args, id)
+		}
+	}
+	return s.column(ctx, stmt+`)`, args...)
+}
+
+// column runs a query of one text column.
+func (s *Store) column(ctx context.Context, stmt string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q(stmt), args...)
+	if err != nil {
+		return nil, s.explain(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, s.explain(err)
+		}
+		out = append(out, v)
 	}
 	return out, s.explain(rows.Err())
 }
@@ -178,6 +319,9 @@ type WatchSeries struct {
 	RunDir   string
 	Reply    string // the reply's Message-ID
 	Updated  time.Time
+	// What a later version is found by (listseries.Posting.Previous): the
+	// subject without prefixes, the sender's address and b4's change-id.
+	Subject, Author, ChangeID string
 }
 
 // PutWatchSeries records a series' state, replacing what was recorded.
@@ -186,12 +330,14 @@ func (s *Store) PutWatchSeries(ctx context.Context, w WatchSeries) error {
 }
 
 func (s *Store) putWatchSeries(ctx context.Context, db execer, w WatchSeries) error {
-	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO watch_series (posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO watch_series (posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated,
+		subject, author, change_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (posting) DO UPDATE SET inbox = excluded.inbox, lab = excluded.lab, name = excluded.name, version = excluded.version,
 		previous = excluded.previous, state = excluded.state, why = excluded.why, base = excluded.base, run_dir = excluded.run_dir,
-		reply = excluded.reply, updated = excluded.updated`),
-		w.Posting, w.Inbox, w.Lab, w.Name, w.Version, w.Previous, w.State, w.Why, w.Base, w.RunDir, w.Reply, time.Now().UTC().Format(timeLayout))
+		reply = excluded.reply, updated = excluded.updated, subject = excluded.subject, author = excluded.author, change_id = excluded.change_id`),
+		w.Posting, w.Inbox, w.Lab, w.Name, w.Version, w.Previous, w.State, w.Why, w.Base, w.RunDir, w.Reply, time.Now().UTC().Format(timeLayout),
+		strings.ToLower(w.Subject), w.Author, w.ChangeID)
 	if err != nil {
 		return fmt.Errorf("series %s: %w", w.Name, s.explain(err))
 	}
@@ -201,7 +347,7 @@ func (s *Store) putWatchSeries(ctx context.Context, db execer, w WatchSeries) er
 // WatchSeriesList is every series of inbox ("" for every inbox), oldest
 // first.
 func (s *Store) WatchSeriesList(ctx context.Context, inbox string) ([]WatchSeries, error) {
-	stmt := `SELECT posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated FROM watch_series`
+	stmt := `SELECT posting, inbox, lab, name, version, previous, state, why, base, run_dir, reply, updated, subject, author, change_id FROM watch_series`
 	var args []any
 	if inbox != "" {
 		stmt += ` WHERE inbox = ?`
@@ -216,7 +362,8 @@ func (s *Store) WatchSeriesList(ctx context.Context, inbox string) ([]WatchSerie
 	for rows.Next() {
 		var w WatchSeries
 		var updated string
-		if err := rows.Scan(&w.Posting, &w.Inbox, &w.Lab, &w.Name, &w.Version, &w.Previous, &w.State, &w.Why, &w.Base, &w.RunDir, &w.Reply, &updated); err != nil {
+		if err := rows.Scan(&w.Posting, &w.Inbox, &w.Lab, &w.Name, &w.Version, &w.Previous, &w.State, &w.Why, &w.Base, &w.RunDir, &w.Reply, &updated,
+			&w.Subject, &w.Author, &w.ChangeID); err != nil {
 			return nil, s.explain(err)
 		}
 		if w.Updated, err = time.Parse(time.RFC3339Nano, updated); err != nil {

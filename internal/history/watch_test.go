@@ -2,6 +2,8 @@ package history
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,6 +71,84 @@ func TestWatchState(t *testing.T) {
 			}
 			if list, _ := s.WatchSeriesList(ctx, "/inbox"); list[0].State != "answered" {
 				t.Errorf("state %s after a refused answer", list[0].State)
+			}
+		})
+	}
+}
+
+// A pass reads only the mails not yet settled, and the settled postings it
+// asks for; a posting is found by a mail of its thread (its key, a part's
+// Message-ID) or as an earlier version (subject and author, change-id or
+// a cover letter's link), on both databases.
+func TestWatchSettledMails(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range drivers(t) {
+		t.Run(d.name, func(t *testing.T) {
+			s := mustOpen(t, d.new(t))
+			for i, id := range []string{"v1@x", "v1-1@x", "other@x", "v2@x"} {
+				s.AddWatchMail(ctx, WatchMail{MessageID: id, Inbox: "/inbox", Kind: "patch", Arrived: t0.Add(time.Duration(i) * time.Second)})
+			}
+			s.AddWatchMail(ctx, WatchMail{MessageID: "elsewhere@x", Inbox: "/other", Kind: "patch", Arrived: t0})
+			if err := s.SettleWatchMails(ctx, "v1@x", "", []string{"v1@x", "v1-1@x"}); err != nil {
+				t.Fatal(err)
+			}
+			s.SettleWatchMails(ctx, "-", "a second cover letter", []string{"other@x"})
+			// A settled mail keeps its posting.
+			s.SettleWatchMails(ctx, "v2@x", "", []string{"v1-1@x", "v2@x"})
+			ids := func(ms []WatchMail, err error) string {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, m := range ms {
+					out = append(out, m.MessageID+"="+m.Posting)
+				}
+				return strings.Join(out, " ")
+			}
+			s.AddWatchMail(ctx, WatchMail{MessageID: "v3@x", Inbox: "/inbox", Kind: "cover", Arrived: t0.Add(time.Minute)})
+			if got := ids(s.OpenWatchMails(ctx, "/inbox", nil, "patch", "cover")); got != "v3@x=" {
+				t.Errorf("open mails: %s", got)
+			}
+			if got := ids(s.OpenWatchMails(ctx, "/inbox", []string{"v1@x", "", "-", "v1@x"}, "patch", "cover")); got != "v1@x=v1@x v1-1@x=v1@x v3@x=" {
+				t.Errorf("open mails with v1's: %s", got)
+			}
+			all, _ := s.WatchMails(ctx, "/inbox")
+			for _, m := range all {
+				if m.MessageID == "other@x" && (m.Posting != "-" || m.Reason != "a second cover letter") {
+					t.Errorf("a mail no posting took: %+v", m)
+				}
+			}
+			for _, tc := range []struct{ ids, want []string }{
+				{[]string{"v1-1@x", ""}, []string{"v1@x"}},
+				{[]string{"v1@x"}, []string{"v1@x"}},
+				{[]string{"v2@x", "other@x", "nosuch@x"}, []string{"v2@x"}},
+				{[]string{"", "v3@x"}, nil},
+			} {
+				if got, err := s.SettledPostings(ctx, "/inbox", tc.ids); err != nil || !slices.Equal(got, tc.want) {
+					t.Errorf("SettledPostings(%q) = %q, %v; want %q", tc.ids, got, err, tc.want)
+				}
+			}
+			s.PutWatchSeries(ctx, WatchSeries{Posting: "v1@x", Inbox: "/inbox", Version: 1, State: "answered",
+				Subject: "Uprobes: Lazy Buffer", Author: "andrii@kernel.org", ChangeID: "20241001-lazy"})
+			s.PutWatchSeries(ctx, WatchSeries{Posting: "v2@x", Inbox: "/inbox", Version: 2, State: "running",
+				Subject: "uprobes: lazy buffer", Author: "andrii@kernel.org"})
+			for _, tc := range []struct {
+				name                      string
+				v                         int
+				subject, author, changeID string
+				linked                    []string
+				want                      []string
+			}{
+				{"subject and author", 3, "uprobes: LAZY buffer", "andrii@kernel.org", "", nil, []string{"v1@x"}},
+				{"another author", 3, "uprobes: lazy buffer", "x@y", "", nil, nil},
+				{"change-id", 3, "uprobes: renamed", "x@y", "20241001-lazy", nil, []string{"v1@x"}},
+				{"a link", 3, "renamed", "x@y", "", []string{"v1@x"}, []string{"v1@x"}},
+				{"not a later version", 1, "uprobes: lazy buffer", "andrii@kernel.org", "", nil, nil},
+			} {
+				got, err := s.EarlierVersions(ctx, "/inbox", tc.v, tc.subject, tc.author, tc.changeID, tc.linked)
+				if err != nil || !slices.Equal(got, tc.want) {
+					t.Errorf("%s: %q, %v; want %q (v2, still running, is never one)", tc.name, got, err, tc.want)
+				}
 			}
 		})
 	}

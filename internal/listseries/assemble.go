@@ -2,7 +2,6 @@ package listseries
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -136,12 +135,8 @@ func (a *Assembler) Previous(p *Posting) *Posting {
 	}
 	var best *Posting
 	linked := map[string]bool{}
-	if p.Cover != nil {
-		for _, g := range loreLink.FindAllStringSubmatch(string(p.Cover.Raw), -1) {
-			if id, err := url.PathUnescape(g[1]); err == nil {
-				linked[id] = true
-			}
-		}
+	for _, id := range p.Linked() {
+		linked[id] = true
 	}
 	for _, q := range a.order {
 		if q == p || q.Version >= p.Version {
@@ -151,7 +146,7 @@ func (a *Assembler) Previous(p *Posting) *Posting {
 		if cid := p.ChangeID(); cid != "" && cid == q.ChangeID() {
 			same = true
 		}
-		if strings.EqualFold(q.Subject, p.Subject) && address(q.From) == address(p.From) {
+		if strings.EqualFold(q.Subject, p.Subject) && q.Author() == p.Author() {
 			same = true
 		}
 		if same && (best == nil || q.Version > best.Version) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/mail"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -140,6 +141,35 @@ func (p *Posting) Mbox() []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// Author is the mail address of the posting's sender, lower case: with
+// the subject, what a later version is known by.
+func (p *Posting) Author() string { return address(p.From) }
+
+// Parts are the Message-IDs of the parts that have come, the cover letter
+// first.
+func (p *Posting) Parts() []string {
+	var out []string
+	for _, m := range p.parts() {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+// Linked are the Message-IDs the cover letter links to (b4's "Link to v1:
+// https://lore.kernel.org/r/<id>"): earlier versions.
+func (p *Posting) Linked() []string {
+	if p.Cover == nil {
+		return nil
+	}
+	var out []string
+	for _, g := range loreLink.FindAllStringSubmatch(string(p.Cover.Raw), -1) {
+		if id, err := url.PathUnescape(g[1]); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // address is the mail address of a From: header, lower case, for telling

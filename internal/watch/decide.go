@@ -35,8 +35,17 @@ type queued struct {
 
 // decide gives every posting not yet settled its state: waiting for its
 // parts (or incomplete after Wait), skipped when no watched lab's paths or
-// subject cover it, else queued on the first lab that does.
-func decide(ctx context.Context, c Config, postings []*listseries.Posting, asm *listseries.Assembler, st *Stats) ([]queued, error) {
+// subject cover it, else queued on the first lab that does. A posting
+// settled before (or one holding a settled mail: a late part) takes its
+// new mails into it and is left alone; one settled now takes its mails, so
+// that later passes do not parse them again.
+func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, error) {
+	for _, d := range a.dropped {
+		fmt.Fprintf(c.Out, "watch: %s: %s\n", d.id, d.why)
+		if err := c.History.SettleWatchMails(ctx, "-", d.why, []string{d.id}); err != nil {
+			return nil, err
+		}
+	}
 	list, err := c.History.WatchSeriesList(ctx, c.Inbox.Path)
 	if err != nil {
 		return nil, err
@@ -46,39 +55,35 @@ func decide(ctx context.Context, c Config, postings []*listseries.Posting, asm *
 		known[w.Posting] = w
 	}
 	var out []queued
-	for _, p := range postings {
+	for _, p := range a.postings {
 		was, seen := known[p.Key]
-		if seen && final(was.State) {
+		if key := a.settledIn(p); key != "" || seen && final(was.State) {
+			if key == "" {
+				key = p.Key
+			}
+			if err := c.History.SettleWatchMails(ctx, key, "", p.Parts()); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		w := history.WatchSeries{Posting: p.Key, Inbox: c.Inbox.Path, Name: p.Name(), Version: p.Version}
-		prev := asm.Previous(p)
+		w := history.WatchSeries{Posting: p.Key, Inbox: c.Inbox.Path, Name: p.Name(), Version: p.Version,
+			Subject: p.Subject, Author: p.Author(), ChangeID: p.ChangeID()}
+		prev := a.asm.Previous(p)
 		if prev != nil {
 			w.Previous = prev.Key
 		}
-		var lab *Lab
-		switch missing := p.Missing(); {
-		case len(missing) > 0 && c.Now().Sub(p.First) < c.Wait:
-			w.State, w.Why = StateWaiting, fmt.Sprintf("patches %s of %d not come yet", numbers(missing), p.Total)
-			st.Waiting++
-		case len(missing) > 0:
-			w.State, w.Why = StateIncomplete, fmt.Sprintf("patches %s of %d never came (waited %s)", numbers(missing), p.Total, c.Wait)
-			st.Incomplete++
-		default:
-			lab, w.Why = c.match(p)
-			if lab == nil {
-				w.State = StateSkipped
-				st.Skipped++
-			} else {
-				w.State, w.Lab = StateQueued, lab.Spec.Name
-			}
-		}
+		lab := c.state(p, &w, st)
 		if !seen || was.State != w.State || was.Why != w.Why {
 			if err := c.History.PutWatchSeries(ctx, w); err != nil {
 				return nil, err
 			}
 			if w.State != StateWaiting {
 				fmt.Fprintf(c.Out, "watch: %s: %s: %s\n", p.Name(), w.State, w.Why)
+			}
+		}
+		if final(w.State) {
+			if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
+				return nil, err
 			}
 		}
 		if lab != nil {
@@ -89,6 +94,41 @@ func decide(ctx context.Context, c Config, postings []*listseries.Posting, asm *
 		}
 	}
 	return out, nil
+}
+
+// settledIn is the settled posting one of p's parts was settled in, ""
+// for none.
+func (a *assembly) settledIn(p *listseries.Posting) string {
+	for _, id := range p.Parts() {
+		if key := a.settled[id]; key != "" {
+			return key
+		}
+	}
+	return ""
+}
+
+// state sets w's state and why: waiting for its parts, incomplete, skipped
+// or queued on the lab it returns.
+func (c Config) state(p *listseries.Posting, w *history.WatchSeries, st *Stats) *Lab {
+	switch missing := p.Missing(); {
+	case len(missing) > 0 && c.Now().Sub(p.First) < c.Wait:
+		w.State, w.Why = StateWaiting, fmt.Sprintf("patches %s of %d not come yet", numbers(missing), p.Total)
+		st.Waiting++
+	case len(missing) > 0:
+		w.State, w.Why = StateIncomplete, fmt.Sprintf("patches %s of %d never came (waited %s)", numbers(missing), p.Total, c.Wait)
+		st.Incomplete++
+	default:
+		lab, why := c.match(p)
+		w.Why = why
+		if lab == nil {
+			w.State = StateSkipped
+			st.Skipped++
+			return nil
+		}
+		w.State, w.Lab = StateQueued, lab.Spec.Name
+		return lab
+	}
+	return nil
 }
 
 // match is the first lab whose paths or subject cover the posting, and
@@ -144,6 +184,9 @@ func answer(ctx context.Context, c Config, q queued) error {
 	}
 	w.State, w.Why, w.Base, w.RunDir = StateAnswered, string(res.Kind), res.Base, res.RunDir
 	if err := c.History.Answer(ctx, w, reply); err != nil {
+		return err
+	}
+	if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)

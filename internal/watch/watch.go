@@ -105,6 +105,9 @@ type Stats struct {
 	Waiting, Skipped int
 	Incomplete       int
 	Answered         int
+	// Parsed counts the stored mails parsed to assemble series: the open
+	// ones, and the settled ones they may belong with or follow.
+	Parsed int
 }
 
 // Once reads the inbox, records what it found, runs every series queued
@@ -116,11 +119,11 @@ func Once(ctx context.Context, c Config) (*Stats, error) {
 	if err := scan(ctx, c, st); err != nil {
 		return st, err
 	}
-	postings, asm, err := assemble(ctx, c)
+	a, err := assemble(ctx, c, st)
 	if err != nil {
 		return st, err
 	}
-	todo, err := decide(ctx, c, postings, asm, st)
+	todo, err := decide(ctx, c, a, st)
 	if err != nil {
 		return st, err
 	}
@@ -246,19 +249,85 @@ func (r *recorder) flush(ctx context.Context) error {
 	return nil
 }
 
-// assemble makes the postings again from every patch and cover letter the
-// history holds for the inbox.
-func assemble(ctx context.Context, c Config) ([]*listseries.Posting, *listseries.Assembler, error) {
-	mails, err := c.History.WatchMails(ctx, c.Inbox.Path, string(listseries.Patch), string(listseries.Cover))
-	if err != nil {
-		return nil, nil, err
+// assembly is what a pass assembled: the postings of the mails not yet
+// settled, with the settled postings they may belong with or follow.
+type assembly struct {
+	asm      *listseries.Assembler
+	postings []*listseries.Posting
+	// settled maps each loaded mail settled in an earlier pass to its
+	// posting: a posting holding one was answered, skipped or given up.
+	settled map[string]string
+	// dropped are the open mails no posting took, and why.
+	dropped []dropped
+}
+
+type dropped struct{ id, why string }
+
+// assemble makes the postings of the open mails (the patches and cover
+// letters not yet settled in a posting). A settled posting is loaded again
+// only when an open mail may belong with it (its thread) or follow it (an
+// earlier version), so a pass parses what is new and what it needs, not
+// every series the list ever carried.
+func assemble(ctx context.Context, c Config, st *Stats) (*assembly, error) {
+	kinds := []string{string(listseries.Patch), string(listseries.Cover)}
+	open, err := c.History.OpenWatchMails(ctx, c.Inbox.Path, nil, kinds...)
+	if err != nil || len(open) == 0 {
+		return &assembly{asm: listseries.NewAssembler()}, err
 	}
-	asm := listseries.NewAssembler()
+	parsed := map[string]*listseries.Message{}
+	a := build(c, open, parsed, st)
+	var ids []string
+	for _, m := range parsed {
+		ids = append(append(ids, m.ID, m.InReplyTo), m.References...)
+	}
+	for _, p := range a.postings {
+		ids = append(ids, p.Key)
+	}
+	keys, err := c.History.SettledPostings(ctx, c.Inbox.Path, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range a.postings {
+		if p.Version <= 1 && p.ChangeID() == "" {
+			continue
+		}
+		earlier, err := c.History.EarlierVersions(ctx, c.Inbox.Path, p.Version, p.Subject, p.Author(), p.ChangeID(), p.Linked())
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, earlier...)
+	}
+	if len(keys) == 0 {
+		return a, nil
+	}
+	mails, err := c.History.OpenWatchMails(ctx, c.Inbox.Path, keys, kinds...)
+	if err != nil {
+		return nil, err
+	}
+	return build(c, mails, parsed, st), nil
+}
+
+// build assembles mails in the order they came, parsing each once a pass
+// (parsed keeps them). A mail no posting takes (a second cover letter, a
+// patch number taken) is said once and settled as "-".
+func build(c Config, mails []history.WatchMail, parsed map[string]*listseries.Message, st *Stats) *assembly {
+	a := &assembly{asm: listseries.NewAssembler(), settled: map[string]string{}}
 	for _, w := range mails {
-		m := listseries.Classify(w.Raw)
-		if _, err := asm.Add(&m, w.Arrived); err != nil {
-			fmt.Fprintf(c.Out, "watch: %s: %v\n", w.MessageID, err)
+		m := parsed[w.MessageID]
+		if m == nil {
+			msg := listseries.Classify(w.Raw)
+			m = &msg
+			m.ID = w.MessageID
+			parsed[w.MessageID] = m
+			st.Parsed++
+		}
+		if w.Posting != "" {
+			a.settled[m.ID] = w.Posting
+		}
+		if _, err := a.asm.Add(m, w.Arrived); err != nil && w.Posting == "" {
+			a.dropped = append(a.dropped, dropped{m.ID, err.Error()})
 		}
 	}
-	return asm.Postings(), asm, nil
+	a.postings = a.asm.Postings()
+	return a
 }

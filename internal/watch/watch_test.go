@@ -155,3 +155,59 @@ func TestWatch(t *testing.T) {
 		t.Errorf("idle delivery: %+v", r)
 	}
 }
+
+// A settled series is parsed again only when a new mail belongs with it or
+// follows it: a pass with nothing new parses nothing, a new unrelated patch
+// is the only mail parsed, v2 brings v1 back as the version it follows, and
+// a late part of an answered series is settled into it without a run.
+func TestSettledSeriesAreNotParsedAgain(t *testing.T) {
+	ctx := context.Background()
+	pi := testenv.NewPublicInbox(t)
+	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := inbox.Open(pi.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &fakeEnv{}
+	var log bytes.Buffer
+	cfg := Config{Inbox: archive, History: store, Env: env, Out: &log,
+		Labs: []Lab{{Spec: lab, Paths: []string{"kernel/trace/trace_uprobe.c"}}}}
+	pass := func(what string, parsed, answered int, mails ...[]byte) {
+		t.Helper()
+		for _, m := range mails {
+			pi.Deliver(t, m)
+		}
+		st, err := Once(ctx, cfg)
+		if err != nil || st.Parsed != parsed || st.Answered != answered {
+			t.Errorf("%s: parsed %d, answered %d (%v), want %d and %d\n%s", what, st.Parsed, st.Answered, err, parsed, answered, log.String())
+		}
+	}
+	pass("v1 and an unrelated patch", 4, 1, append([][]byte{testenv.UnrelatedPatch()}, testenv.LazySeries(t, "../..", 1, "")...)...)
+	pass("nothing new", 0, 0)
+	other := testenv.Mail([][2]string{{"From", "Net Dev <net@example.org>"}, {"Subject", "[PATCH] net: fix a comment"}, {"Message-ID", "<net-1@example.org>"}},
+		"A comment.\n---\ndiff --git a/net/core/dev.c b/net/core/dev.c\n--- a/net/core/dev.c\n+++ b/net/core/dev.c\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n")
+	pass("another unrelated patch", 1, 0, other)
+	pass("v2, with v1 back", 6, 1, testenv.LazySeries(t, "../..", 2, "lazy-v1@kernel.org")...)
+	if got := fmt.Sprint(env.jobs); !strings.Contains(got, "v1=") || !strings.Contains(got, "v2=") {
+		t.Errorf("v2's job %s, want v1 and v2", got)
+	}
+	late := testenv.Mail([][2]string{{"From", "Andrii Nakryiko <andrii@kernel.org>"}, {"Subject", "[PATCH 2/2] uprobes: prevent mutex_lock() under rcu_read_lock()"},
+		{"Message-ID", "<lazy-v1-2-resent@kernel.org>"}, {"In-Reply-To", "<lazy-v1@kernel.org>"}, {"References", "<lazy-v1@kernel.org>"}},
+		"resent\n---\n"+testenv.LazyPatch(t, "../..", 2))
+	pass("a part of v1 sent again", 4, 0, late)
+	if !strings.Contains(log.String(), "lazy-v1-2-resent@kernel.org: two patches numbered 2/2") {
+		t.Errorf("the resent part is not said:\n%s", log.String())
+	}
+	pass("nothing new after it", 0, 0)
+	if len(env.jobs) != 2 {
+		t.Errorf("jobs %q, want v1's and v2's", env.jobs)
+	}
+}
