@@ -140,6 +140,9 @@ func watchPass(ctx context.Context, cfg watch.Config, store *history.Store, d ou
 	if st != nil {
 		fmt.Fprintf(out, "watch: %d mails read in %s (%d seen before): %s; %d stored mails parsed into series; %d series answered, %d waiting, %d skipped, %d incomplete\n",
 			st.Read, time.Since(start).Round(time.Millisecond), st.Duplicates, kinds(st), st.Parsed, st.Answered, st.Waiting, st.Skipped, st.Incomplete)
+		if st.Submitted+st.Pending > 0 {
+			fmt.Fprintf(out, "watch: %d series handed to the cluster, %d handed before and still running there\n", st.Submitted, st.Pending)
+		}
 	}
 	if err != nil {
 		return err

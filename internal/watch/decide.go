@@ -11,13 +11,15 @@ import (
 
 // The states a series goes through. waiting and queued are revisited at
 // every pass; running is a pass that was killed mid-run, and runs again;
-// the others are final.
+// submitted is a run handed to a cluster (a Submitter), collected by the
+// first pass after it ended; the others are final.
 const (
 	StateWaiting    = "waiting"
 	StateIncomplete = "incomplete"
 	StateSkipped    = "skipped"
 	StateQueued     = "queued"
 	StateRunning    = "running"
+	StateSubmitted  = "submitted"
 	StateAnswered   = "answered"
 )
 
@@ -66,9 +68,20 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 			}
 			continue
 		}
+		prev := a.asm.Previous(p)
+		if prev != nil && !prev.Complete() {
+			prev = nil
+		}
+		if seen && was.State == StateSubmitted {
+			if lab := c.lab(was.Lab); lab != nil {
+				out = append(out, queued{series: was, posting: p, prev: prev, lab: *lab})
+			} else {
+				fmt.Fprintf(c.Out, "watch: %s: submitted on lab %s, which this watcher does not watch: left as it is\n", p.Name(), was.Lab)
+			}
+			continue
+		}
 		w := history.WatchSeries{Posting: p.Key, Inbox: c.Inbox.Path, Name: p.Name(), Version: p.Version,
 			Subject: p.Subject, Author: p.Author(), ChangeID: p.ChangeID()}
-		prev := a.asm.Previous(p)
 		if prev != nil {
 			w.Previous = prev.Key
 		}
@@ -87,9 +100,6 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 			}
 		}
 		if lab != nil {
-			if prev != nil && !prev.Complete() {
-				prev = nil
-			}
 			out = append(out, queued{series: w, posting: p, prev: prev, lab: *lab})
 		}
 	}
@@ -131,6 +141,16 @@ func (c Config) state(p *listseries.Posting, w *history.WatchSeries, st *Stats) 
 	return nil
 }
 
+// lab is the watched lab named name, nil for none.
+func (c Config) lab(name string) *Lab {
+	for i := range c.Labs {
+		if c.Labs[i].Spec.Name == name {
+			return &c.Labs[i]
+		}
+	}
+	return nil
+}
+
 // match is the first lab whose paths or subject cover the posting, and
 // why; nil and why not when none does.
 func (c Config) match(p *listseries.Posting) (*Lab, string) {
@@ -154,15 +174,76 @@ func numbers(list []int) string {
 	return strings.Join(s, ", ")
 }
 
-// answer runs one queued series and queues its reply. A run stopped by
-// the context leaves the series running, to be run again by the next pass;
-// any other failure of the run is an answer of its own kind (infra).
-func answer(ctx context.Context, c Config, q queued) error {
+// What answer did with a series.
+type outcome int
+
+const (
+	answered  outcome = iota
+	submitted         // handed to the cluster
+	pending           // submitted before, its run not ended yet
+)
+
+// answer runs one queued series and queues its reply, and says what it
+// did: a series handed to a cluster is answered by the first pass after
+// its run ended. A run stopped by the context leaves the series running,
+// to be run again by the next pass; any other failure of the run is an
+// answer of its own kind (infra).
+func answer(ctx context.Context, c Config, q queued) (outcome, error) {
 	w, p := q.series, q.posting
-	w.State = StateRunning
-	if err := c.History.PutWatchSeries(ctx, w); err != nil {
-		return err
+	job := jobOf(q)
+	var res *Result
+	var err error
+	sub, handsOff := c.Env.(Submitter)
+	switch {
+	case handsOff && w.State == StateSubmitted:
+		if res, err = sub.Collect(ctx, job, w.RunDir); err == nil && res == nil {
+			return pending, nil
+		}
+	case handsOff:
+		fmt.Fprintf(c.Out, "watch: %s: handing it to the cluster, on lab %s\n", p.Name(), q.lab.Spec.Name)
+		handle, err := sub.Submit(ctx, job)
+		if err == nil {
+			w.State, w.RunDir = StateSubmitted, handle
+			if err := c.History.PutWatchSeries(ctx, w); err != nil {
+				return answered, err
+			}
+			fmt.Fprintf(c.Out, "watch: %s: submitted (%s); a later pass answers it once its run has ended\n", p.Name(), handle)
+			return submitted, nil
+		}
+		res = &Result{Kind: Infra, Summary: "The cluster did not take the run: " + err.Error()}
+	default:
+		w.State = StateRunning
+		if err := c.History.PutWatchSeries(ctx, w); err != nil {
+			return answered, err
+		}
+		fmt.Fprintf(c.Out, "watch: %s: running on lab %s\n", p.Name(), q.lab.Spec.Name)
+		res, err = c.Env.Run(ctx, job)
 	}
+	if ctx.Err() != nil {
+		return answered, ctx.Err()
+	}
+	if err != nil {
+		res = &Result{Kind: Infra, Summary: err.Error()}
+	}
+	reply, err := compose(c, job, res)
+	if err != nil {
+		return answered, err
+	}
+	w.State, w.Why, w.Base, w.RunDir = StateAnswered, string(res.Kind), res.Base, res.RunDir
+	if err := c.History.Answer(ctx, w, reply); err != nil {
+		return answered, err
+	}
+	if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
+		return answered, err
+	}
+	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)
+	return answered, nil
+}
+
+// jobOf is the run a queued series asks for: its posting, after the
+// version it follows when there is one.
+func jobOf(q queued) Job {
+	p := q.posting
 	job := Job{Lab: q.lab.Spec, BaseCommit: p.BaseCommit()}
 	name := "patched"
 	if q.prev != nil {
@@ -170,25 +251,5 @@ func answer(ctx context.Context, c Config, q queued) error {
 		name = fmt.Sprintf("v%d", p.Version)
 	}
 	job.Versions = append(job.Versions, Version{Name: name, Mbox: p.Mbox(), Posting: p})
-	fmt.Fprintf(c.Out, "watch: %s: running on lab %s\n", p.Name(), q.lab.Spec.Name)
-	res, err := c.Env.Run(ctx, job)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		res = &Result{Kind: Infra, Summary: err.Error()}
-	}
-	reply, err := compose(c, job, res)
-	if err != nil {
-		return err
-	}
-	w.State, w.Why, w.Base, w.RunDir = StateAnswered, string(res.Kind), res.Base, res.RunDir
-	if err := c.History.Answer(ctx, w, reply); err != nil {
-		return err
-	}
-	if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)
-	return nil
+	return job
 }

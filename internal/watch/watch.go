@@ -55,6 +55,16 @@ type Env interface {
 	Run(ctx context.Context, job Job) (*Result, error)
 }
 
+// Submitter is an Env that hands a job to a cluster instead of running it
+// (lab submit slurm): Submit returns once the cluster has taken the job,
+// with a handle the history keeps (the series is then submitted); Collect,
+// at each later pass, gives what the run came to once it has ended, and
+// nil before. The watcher never waits on a cluster.
+type Submitter interface {
+	Submit(ctx context.Context, job Job) (handle string, err error)
+	Collect(ctx context.Context, job Job, handle string) (*Result, error)
+}
+
 // Job is one run the watcher asks for.
 type Job struct {
 	Lab *spec.Lab
@@ -105,6 +115,9 @@ type Stats struct {
 	Waiting, Skipped int
 	Incomplete       int
 	Answered         int
+	// Submitted counts the series handed to a cluster this pass, Pending
+	// those handed before whose run has not ended.
+	Submitted, Pending int
 	// Parsed counts the stored mails parsed to assemble series: the open
 	// ones, and the settled ones they may belong with or follow.
 	Parsed int
@@ -128,10 +141,18 @@ func Once(ctx context.Context, c Config) (*Stats, error) {
 		return st, err
 	}
 	for _, q := range todo {
-		if err := answer(ctx, c, q); err != nil {
+		did, err := answer(ctx, c, q)
+		if err != nil {
 			return st, err
 		}
-		st.Answered++
+		switch did {
+		case answered:
+			st.Answered++
+		case submitted:
+			st.Submitted++
+		case pending:
+			st.Pending++
+		}
 	}
 	return st, nil
 }

@@ -211,3 +211,73 @@ func TestSettledSeriesAreNotParsedAgain(t *testing.T) {
 		t.Errorf("jobs %q, want v1's and v2's", env.jobs)
 	}
 }
+
+// fakeCluster is a Submitter: it takes each job and ends it after ends
+// collections.
+type fakeCluster struct {
+	fakeEnv
+	submitted []string
+	collects  int
+	ends      int
+}
+
+func (f *fakeCluster) Submit(ctx context.Context, job Job) (string, error) {
+	f.submitted = append(f.submitted, job.Versions[len(job.Versions)-1].Posting.Name())
+	return fmt.Sprintf("/results/slurm-%d", len(f.submitted)), nil
+}
+
+func (f *fakeCluster) Collect(ctx context.Context, job Job, handle string) (*Result, error) {
+	if f.collects++; f.collects < f.ends {
+		return nil, nil
+	}
+	res, err := f.Run(ctx, job)
+	res.RunDir = handle + "/merged"
+	return res, err
+}
+
+// A watcher with a cluster hands each series to it and never waits: the
+// series is submitted, later passes find it still running, and the first
+// pass after its run ended answers it, once.
+func TestHandedToACluster(t *testing.T) {
+	ctx := context.Background()
+	pi := testenv.NewPublicInbox(t)
+	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := inbox.Open(pi.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range testenv.LazySeries(t, "../..", 1, "") {
+		pi.Deliver(t, m)
+	}
+	env := &fakeCluster{ends: 2}
+	var log bytes.Buffer
+	cfg := Config{Inbox: archive, History: store, Env: env, Out: &log,
+		Labs: []Lab{{Spec: lab, Paths: []string{"kernel/trace/trace_uprobe.c"}}}}
+	for i, want := range []Stats{{Submitted: 1}, {Pending: 1}, {Answered: 1}, {}} {
+		st, err := Once(ctx, cfg)
+		if err != nil || st.Submitted != want.Submitted || st.Pending != want.Pending || st.Answered != want.Answered {
+			t.Fatalf("pass %d: %+v, %v; want %+v\n%s", i+1, st, err, want, log.String())
+		}
+		list, _ := store.WatchSeriesList(ctx, "")
+		if state := list[0].State; i < 2 && (state != StateSubmitted || list[0].RunDir != "/results/slurm-1") || i >= 2 && state != StateAnswered {
+			t.Errorf("pass %d: %+v", i+1, list[0])
+		}
+	}
+	if len(env.submitted) != 1 || len(env.jobs) != 1 {
+		t.Errorf("submitted %q, collected %d runs", env.submitted, len(env.jobs))
+	}
+	if out, _ := store.Outbox(ctx); len(out) != 1 {
+		t.Errorf("%d replies queued, want 1", len(out))
+	}
+	if list, _ := store.WatchSeriesList(ctx, ""); list[0].RunDir != "/results/slurm-1/merged" {
+		t.Errorf("answered series' run %q", list[0].RunDir)
+	}
+}
