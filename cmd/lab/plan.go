@@ -90,11 +90,16 @@ func (f *planFlags) request(fs *flag.FlagSet, labArg string) (cluster.Request, s
 
 // givenFlags are the lab and run flags given on the command line.
 func givenFlags(fs *flag.FlagSet) []cluster.Flag {
+	return givenOf(fs, func(scratch *flag.FlagSet) {
+		new(spec.Flags).RegisterFlags(scratch)
+		new(run.Flags).RegisterFlags(scratch)
+	})
+}
+
+// givenOf are the flags given on the command line that register adds.
+func givenOf(fs *flag.FlagSet, register func(*flag.FlagSet)) []cluster.Flag {
 	scratch := flag.NewFlagSet("", flag.ContinueOnError)
-	var l spec.Flags
-	var r run.Flags
-	l.RegisterFlags(scratch)
-	r.RegisterFlags(scratch)
+	register(scratch)
 	var out []cluster.Flag
 	fs.Visit(func(f *flag.Flag) {
 		if scratch.Lookup(f.Name) == nil {

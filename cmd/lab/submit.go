@@ -4,9 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
 	"lab/internal/cluster"
 	"lab/internal/flagval"
@@ -59,7 +57,7 @@ func submitCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if results == "" {
 			results = filepath.Join(root, "results")
 		}
-		dir, err := submissionDir(filepath.Join(results, req.Lab.Name))
+		dir, err := cluster.NewSubmissionDir(filepath.Join(results, req.Lab.Name))
 		if err != nil {
 			return err
 		}
@@ -74,27 +72,4 @@ func submitCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		fmt.Fprint(inv.out, sub.Text())
 		return nil
 	}
-}
-
-// submissionDir makes a new folder for one submission.
-func submissionDir(parent string) (string, error) {
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("submission folder: %w", err)
-	}
-	id := "slurm-" + time.Now().UTC().Format("20060102-150405")
-	for i := 1; i <= 100; i++ {
-		name := id
-		if i > 1 {
-			name = fmt.Sprintf("%s-%d", id, i)
-		}
-		dir := filepath.Join(parent, name)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !os.IsExist(err) {
-			return "", fmt.Errorf("submission folder: %w", err)
-		}
-	}
-	return "", fmt.Errorf("submission folder: too many submissions named %s in %s", id, parent)
 }

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"lab/internal/cluster"
 	"lab/internal/flagval"
 	"lab/internal/history"
 	"lab/internal/inbox"
@@ -54,6 +56,10 @@ type watchFlags struct {
 	maildir  flagval.String
 	smtp     flagval.String
 	to, from flagval.String
+	// A cluster to hand the series to (lab submit slurm's flags).
+	submit, partition flagval.String
+	shards            flagval.Int
+	exclusive         flagval.Bool
 }
 
 func (f *watchFlags) RegisterFlags(fs *flag.FlagSet) {
@@ -69,6 +75,11 @@ func (f *watchFlags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.smtp, "smtp", "HOST:PORT of an MTA that mails the replies to --to's recipients")
 	fs.Var(&f.to, "to", "who replies are for: none (the default: the Maildir only), author, list:ADDRESS (the author, the list in Cc) or one ADDRESS")
 	fs.Var(&f.from, "from", "the replies' From:")
+	f.shards.V, f.exclusive.V = 1, true
+	fs.Var(&f.submit, "submit", "hand each series to a cluster instead of running it here: slurm (lab submit slurm's build, boot array and merge; a later pass answers it once the merge has ended)")
+	fs.Var(&f.shards, "shards", "with --submit slurm: boot shards per series")
+	fs.Var(&f.partition, "partition", "with --submit slurm: the Slurm partition of every job (default: the cluster's)")
+	fs.Var(&f.exclusive, "exclusive", "with --submit slurm: a node of its own for every boot task (--exclusive=false for icount labs)")
 }
 
 func watchCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
@@ -82,11 +93,11 @@ func watchCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		if len(inv.args) > 0 && inv.args[0] == "status" {
 			return f.status(ctx, inv)
 		}
-		return f.watch(ctx, inv)
+		return f.watch(ctx, fs, inv)
 	}
 }
 
-func (f *watchFlags) watch(ctx context.Context, inv invocation) error {
+func (f *watchFlags) watch(ctx context.Context, fs *flag.FlagSet, inv invocation) error {
 	switch {
 	case len(inv.args) == 0:
 		return usagef("watch takes the labs it runs series on: lab watch --inbox PATH LAB.yaml...")
@@ -118,8 +129,11 @@ func (f *watchFlags) watch(ctx context.Context, inv invocation) error {
 		return err
 	}
 	defer store.Close()
-	cfg := watch.Config{Inbox: archive, Labs: labs, History: store, Wait: f.wait.V, Recipients: to, From: f.from.V, Out: inv.out,
-		Env: &labenv.Env{Settings: set, ModuleRoot: root, LabVersion: version.Lab(root), Command: append([]string{"lab"}, inv.raw...), Out: inv.out, History: store}}
+	env, err := f.env(fs, set, root, inv, store)
+	if err != nil {
+		return err
+	}
+	cfg := watch.Config{Inbox: archive, Labs: labs, History: store, Wait: f.wait.V, Recipients: to, From: f.from.V, Out: inv.out, Env: env}
 	delivery := outbox.Delivery{Maildir: f.maildir.V, SMTP: f.smtp.V, Sender: f.from.V, Out: inv.out}
 	for {
 		if err := watchPass(ctx, cfg, store, delivery, inv.out); err != nil || f.once.V {
@@ -222,6 +236,38 @@ func (f *watchFlags) openHistory(ctx context.Context, resultsDir string) (*histo
 }
 
 // status lists the series the watcher has seen and its outbox.
+// env runs the series here (lab run's path), or hands them to the cluster
+// --submit names, with the build flags given (and the sandbox a series
+// from a list is built in, which the jobs would not infer from a mbox in
+// the results folder).
+func (f *watchFlags) env(fs *flag.FlagSet, set testbed.Settings, root string, inv invocation, store *history.Store) (watch.Env, error) {
+	switch f.submit.V {
+	case "":
+		if f.shards.IsSet() || f.partition.IsSet() || f.exclusive.IsSet() {
+			return nil, usagef("--shards, --partition and --exclusive are --submit slurm's")
+		}
+		return &labenv.Env{Settings: set, ModuleRoot: root, LabVersion: version.Lab(root), Command: append([]string{"lab"}, inv.raw...), Out: inv.out, History: store}, nil
+	case cluster.EngineSlurm:
+	default:
+		return nil, usagef("--submit %q: lab hands series to slurm", f.submit.V)
+	}
+	if f.shards.V < 1 {
+		return nil, usagef("--shards %d: want 1 or more", f.shards.V)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("lab's own path, for the jobs: %w", err)
+	}
+	passed := givenOf(fs, func(scratch *flag.FlagSet) { new(testbed.Flags).RegisterFlags(scratch) })
+	if set.Sandbox {
+		passed = append(slices.DeleteFunc(passed, func(fl cluster.Flag) bool { return fl.Name == "sandbox" }), cluster.Flag{Name: "sandbox", Value: "on"})
+	}
+	set.CacheDir = absPath(set.CacheDir)
+	set.ResultsDir = absPath(set.ResultsDir)
+	return &labenv.Slurm{Settings: set, ModuleRoot: root, LabVersion: version.Lab(root), Exe: exe, Flags: passed, Shards: f.shards.V,
+		Partition: f.partition.V, Exclusive: f.exclusive.V, Command: cluster.Exec, Out: inv.out, History: store}, nil
+}
+
 func (f *watchFlags) status(ctx context.Context, inv invocation) error {
 	if len(inv.args) != 1 {
 		return usagef("watch status takes no argument: its flags say which history (and --inbox, which inbox)")

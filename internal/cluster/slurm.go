@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"lab/internal/exitcode"
 	"lab/internal/runfolder"
@@ -265,4 +266,28 @@ func (sub *Submission) Text() string {
 	fmt.Fprintf(&b, "  not when it exited %s (the kernel or the lab failed: it would fail again): resubmit.sh refuses it without --force\n",
 		exitcode.List(exitcode.Codes("run", exitcode.Futile), "or"))
 	return b.String()
+}
+
+// NewSubmissionDir makes a new folder under parent for one submission
+// (slurm-YYYYMMDD-HHMMSS, -2, -3... when that is taken).
+func NewSubmissionDir(parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("submission folder: %w", err)
+	}
+	id := "slurm-" + time.Now().UTC().Format("20060102-150405")
+	for i := 1; i <= 100; i++ {
+		name := id
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", id, i)
+		}
+		dir := filepath.Join(parent, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !os.IsExist(err) {
+			return "", fmt.Errorf("submission folder: %w", err)
+		}
+	}
+	return "", fmt.Errorf("submission folder: too many submissions named %s in %s", id, parent)
 }

@@ -85,8 +85,8 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 	}
 	out := &watch.Result{Kind: watch.Verdict, RunDir: runDir}
 	if res != nil {
-		d := e.describe(out, res, runDir)
-		if err := e.record(ctx, res); err != nil {
+		d := describe(out, res, runDir, e.LabVersion)
+		if err := record(ctx, e.History, res); err != nil {
 			fmt.Fprintf(e.Out, "lab: warning: the history did not take run %s: %v (lab history import %s adds it later)\n", res.RunID, err, runDir)
 		}
 		if err == nil && d != nil {
@@ -163,10 +163,10 @@ func noisy(d *report.Document, kernel string, out *watch.Result) {
 
 // describe fills what a finished (or partly finished) run says, and
 // gives its report (nil when nothing was booted).
-func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) *report.Document {
+func describe(out *watch.Result, res *results.Run, runDir, labVersion string) *report.Document {
 	var d *report.Document
 	if len(res.Boots) > 0 {
-		d = report.Build(res, runDir, e.LabVersion)
+		d = report.Build(res, runDir, labVersion)
 		out.Summary = report.Plain(d)
 	}
 	var bases []string
@@ -188,16 +188,16 @@ func (e *Env) describe(out *watch.Result, res *results.Run, runDir string) *repo
 	return d
 }
 
-// record adds the run's boots to the history.
-func (e *Env) record(ctx context.Context, res *results.Run) error {
-	if e.History == nil || len(res.Boots) == 0 {
+// record adds the run's boots to the history (none when store is nil).
+func record(ctx context.Context, store *history.Store, res *results.Run) error {
+	if store == nil || len(res.Boots) == 0 {
 		return nil
 	}
 	h, err := history.FromRun(res)
 	if err != nil {
 		return err
 	}
-	_, err = e.History.Add(context.WithoutCancel(ctx), h)
+	_, err = store.Add(context.WithoutCancel(ctx), h)
 	return err
 }
 

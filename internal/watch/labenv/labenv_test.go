@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"lab/internal/bisect"
 	"lab/internal/bisectreport"
+	"lab/internal/cluster"
 	"lab/internal/kbuild"
 	"lab/internal/listseries"
 	"lab/internal/report"
@@ -19,6 +22,7 @@ import (
 	"lab/internal/series"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/testbed"
 	"lab/internal/watch"
 )
 
@@ -131,5 +135,105 @@ func TestNoisy(t *testing.T) {
 		if tc.want == watch.Noisy && (!strings.Contains(out.Summary, "syscall-count p=1 moved +11.5 %") || !strings.HasSuffix(out.Summary, "the report\n")) {
 			t.Errorf("%s: summary does not quote the control before the report:\n%s", tc.run, out.Summary)
 		}
+	}
+}
+
+// A submission that made no merged run is told apart by what lab printed
+// in its jobs' logs: the messages of the very errors kindOf reads in a run
+// of its own, so that a change to one of them shows here.
+func TestLogKindsAreTheErrors(t *testing.T) {
+	build := &kbuild.BuildError{Arch: "x86_64", Commit: "abc", Dir: "/b", Err: errors.New("kernel/events/uprobes.c:12:3: error: 'x' undeclared")}
+	for _, tc := range []struct {
+		err  error
+		want watch.Kind
+	}{
+		{fmt.Errorf("series: %w", &series.ApplyError{Patch: "0001-x.patch", Details: []string{"kernel/events/uprobes.c: hunk 1 FAILED"}}), watch.NotApplied},
+		{&source.NeitherWayError{Series: "v2", Forward: &series.ApplyError{Patch: "0001-x.patch"}, Reverse: errors.New("no")}, watch.NotApplied},
+		{&run.SameImageError{Same: []string{"x86_64 baseline and v2"}}, watch.SameImage},
+		{fmt.Errorf("kernel: %w", build), watch.BuildFailed},
+		{errors.New("qemu-system-x86_64: cannot allocate memory"), watch.Infra},
+	} {
+		logs := t.TempDir()
+		os.WriteFile(filepath.Join(logs, "build-7.out"), []byte("[   0.0s] source ...\n"), 0o644)
+		os.WriteFile(filepath.Join(logs, "boot-8_0.out"), []byte("[   1.0s] kernel x86_64/v2 ...\nlab: "+tc.err.Error()+"\n"), 0o644)
+		kind, text := fromLogs(logs)
+		said, _, _ := strings.Cut(tc.err.Error(), "\n")
+		if kind != tc.want || !strings.Contains(text, said) || !strings.Contains(text, "boot-8_0.out") {
+			t.Errorf("%v: %s\n%s", tc.err, kind, text)
+		}
+	}
+}
+
+// Handed to Slurm: Submit writes each version's mbox into the submission
+// and submits the three jobs with lab build and lab run given the series,
+// mode auto and the watcher's flags; Collect waits while the merge job is
+// queued or running, then describes the merged run; a merge job Slurm no
+// longer knows has ended too.
+func TestSlurmSubmitsAndCollects(t *testing.T) {
+	ctx := context.Background()
+	lab, err := spec.Load("../../../labs/uprobe-srcu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sbatch [][]string
+	state := "RUNNING"
+	cmd := func(ctx context.Context, args []string) ([]byte, error) {
+		switch args[0] {
+		case "sbatch":
+			sbatch = append(sbatch, args)
+			return []byte(fmt.Sprintf("%d\n", 40+len(sbatch))), nil
+		case "squeue":
+			if state == "" {
+				return nil, errors.New("squeue: exit status 1: slurm_load_jobs error: Invalid job id specified")
+			}
+			return []byte(state + "\n"), nil
+		}
+		return nil, fmt.Errorf("unexpected %q", args)
+	}
+	var out strings.Builder
+	s := &Slurm{Settings: testbed.Settings{CacheDir: t.TempDir(), ResultsDir: t.TempDir()}, ModuleRoot: "/lab", Exe: "/lab/lab", Shards: 1, Command: cmd, Out: &out,
+		Flags: []cluster.Flag{{Name: "accel", Value: "tcg"}, {Name: "cache", Value: "/nope"}}}
+	posting := &listseries.Posting{Key: "v2@x", Subject: "x", Version: 2, Total: 1}
+	job := watch.Job{Lab: lab, Versions: []watch.Version{{Name: "v1", Mbox: []byte("one"), Posting: posting}, {Name: "v2", Mbox: []byte("two"), Posting: posting}}}
+	dir, err := s.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mbx, _ := os.ReadFile(filepath.Join(dir, "series", "v2.mbx")); string(mbx) != "two" {
+		t.Errorf("v2.mbx: %q", mbx)
+	}
+	build, _ := os.ReadFile(filepath.Join(dir, "scripts", "build.sh"))
+	for _, want := range []string{"/lab/lab build " + lab.Path, "--accel=tcg", "--mode=auto", "--series=" + filepath.Join(dir, "series", "v1.mbx"), "--series=" + filepath.Join(dir, "series", "v2.mbx")} {
+		if !strings.Contains(string(build), want) {
+			t.Errorf("build.sh lacks %q:\n%s", want, build)
+		}
+	}
+	if strings.Contains(string(build), "/nope") || len(sbatch) != 3 {
+		t.Errorf("build.sh passes --cache on, or %d jobs submitted:\n%s", len(sbatch), build)
+	}
+	for _, st := range []string{"PENDING", "RUNNING", "COMPLETING"} {
+		state = st
+		if res, err := s.Collect(ctx, job, dir); res != nil || err != nil {
+			t.Errorf("merge job %s: %+v, %v", st, res, err)
+		}
+	}
+	// The merge ended without a run: the logs say why.
+	state = "FAILED"
+	os.WriteFile(filepath.Join(dir, "logs", "build-41.out"), []byte("lab: "+(&run.SameImageError{Same: []string{"x86_64 baseline and v2"}}).Error()+"\n"), 0o644)
+	if res, err := s.Collect(ctx, job, dir); err != nil || res == nil || res.Kind != watch.SameImage {
+		t.Errorf("a merge after a build that found no code change: %+v, %v", res, err)
+	}
+	// The merge made its run; Slurm has forgotten the job.
+	state = ""
+	merged := filepath.Join(dir, "merged")
+	os.MkdirAll(merged, 0o755)
+	example, err := os.ReadFile("../../../results/examples/uprobe-srcu/x86_64-1cpu-icount/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(merged, runfolder.ResultsFile), example, 0o644)
+	res, err := s.Collect(ctx, job, dir)
+	if err != nil || res == nil || res.Kind != watch.Verdict || res.RunDir != merged || !strings.Contains(res.Summary, "uprobe-nop") || len(res.Results) == 0 {
+		t.Fatalf("the merged run: %+v, %v", res, err)
 	}
 }
