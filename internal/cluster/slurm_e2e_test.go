@@ -72,6 +72,13 @@ func TestSlurmEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a series from a list", func(t *testing.T) {
+		e.t = t
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		e.watchedOnSlurm(ctx)
+	})
+
 	t.Run("cancelled shard resubmitted", func(t *testing.T) {
 		e.t = t
 		ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
@@ -118,6 +125,89 @@ func TestSlurmEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// watchedOnSlurm is lab watch handing a series from a list to Slurm: a
+// real public-inbox receives the lazy-buffer series, the first pass submits
+// it and returns, later passes find it running, and the first pass after
+// the merge ended answers it with a verdict threaded under its cover letter,
+// once. The lab is small (one wall-clock boot a kernel at one vCPU, one
+// benchmark), as the other subtests' is; its kernels are the lazy-buffer
+// lab's, in the cache after the other end-to-end tests.
+func (e e2e) watchedOnSlurm(ctx context.Context) {
+	t := e.t
+	pi := testenv.NewPublicInbox(t)
+	for _, m := range testenv.LazySeries(t, e.root, 1, "") {
+		pi.Deliver(t, m)
+	}
+	dir := t.TempDir()
+	labFile := filepath.Join(dir, "watched.yaml")
+	os.WriteFile(labFile, []byte(`name: watched
+description: the lazy-buffer series' files, run small on a cluster
+mode: auto
+config: [common.config]
+watch:
+  paths: [kernel/trace/trace_uprobe.c]
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uretprobe-nop]
+  producers: [1]
+  controls: false
+  boots: 1
+  duration: 1s
+  warmup: 0s
+  measure: wall
+`), 0o644)
+	maildir := filepath.Join(dir, "replies")
+	pass := func() string {
+		t.Helper()
+		out, err := e.lab(ctx, "watch", "--once", "--inbox", pi.Dir, "--history", filepath.Join(dir, "history.db"), "--results", filepath.Join(dir, "results"),
+			"--maildir", maildir, "--submit", "slurm", "--shards", "1", "--exclusive=false", labFile)
+		if err != nil {
+			t.Fatalf("lab watch: %v\n%s", err, out)
+		}
+		return out
+	}
+	out := pass()
+	t.Logf("the first pass:\n%s", out)
+	if !strings.Contains(out, "1 series handed to the cluster") || !strings.Contains(out, "merge job ") {
+		t.Fatalf("the first pass did not hand the series to Slurm:\n%s", out)
+	}
+	passes := 1
+	for !strings.Contains(out, "answered (verdict)") {
+		if strings.Contains(out, "answered (") {
+			logs, _ := filepath.Glob(filepath.Join(dir, "results", "watched", "slurm-*", "logs", "*"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				t.Logf("--- %s\n%s", l, tail(string(data), 20))
+			}
+			t.Fatalf("answered with no verdict:\n%s", out)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no answer after %d passes: %v; queue: %s", passes, ctx.Err(), must(e.c.run("squeue")))
+		case <-time.After(2 * time.Second):
+		}
+		out = pass()
+		passes++
+	}
+	t.Logf("answered at pass %d:\n%s", passes, out)
+	replies, _ := filepath.Glob(filepath.Join(maildir, "new", "*"))
+	if len(replies) != 1 {
+		t.Fatalf("%d replies in the Maildir, want 1", len(replies))
+	}
+	reply, _ := os.ReadFile(replies[0])
+	for _, want := range []string{"In-Reply-To: <lazy-v1@kernel.org>", "X-Lab-Verdict: verdict", "uretprobe-nop"} {
+		if !strings.Contains(string(reply), want) {
+			t.Errorf("the reply lacks %q:\n%s", want, reply)
+		}
+	}
+	if out := pass(); !strings.Contains(out, "0 series answered") || strings.Contains(out, "handed") {
+		t.Errorf("a pass after the answer:\n%s", out)
+	}
+}
+
+func must(s string, _ error) string { return s }
 
 // e2e runs lab against the cluster.
 type e2e struct {
