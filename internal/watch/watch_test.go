@@ -18,6 +18,27 @@ import (
 	"lab/internal/testenv"
 )
 
+// world is what a watcher test reads and writes: a real public-inbox, a
+// history, the lazy-buffer lab and the inbox opened as lab watch opens it.
+func world(t *testing.T) (*testenv.PublicInbox, *history.Store, *spec.Lab, *inbox.Archive) {
+	t.Helper()
+	pi := testenv.NewPublicInbox(t)
+	store, err := history.Open(context.Background(), filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := inbox.Open(pi.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pi, store, lab, archive
+}
+
 // fakeEnv records the jobs it is given and answers each with a verdict;
 // stop, when set, cancels the pass instead on that call (a watcher killed
 // mid-run).
@@ -49,21 +70,8 @@ func (e *fakeEnv) Run(ctx context.Context, job Job) (*Result, error) {
 // runs it again when started again; a pass with nothing new does nothing.
 func TestWatch(t *testing.T) {
 	ctx := context.Background()
-	pi := testenv.NewPublicInbox(t)
+	pi, store, lab, archive := world(t)
 	mta := testenv.StartMTA(t)
-	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := inbox.Open(pi.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := &fakeEnv{}
 	var log bytes.Buffer
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
@@ -162,20 +170,7 @@ func TestWatch(t *testing.T) {
 // a late part of an answered series is settled into it without a run.
 func TestSettledSeriesAreNotParsedAgain(t *testing.T) {
 	ctx := context.Background()
-	pi := testenv.NewPublicInbox(t)
-	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := inbox.Open(pi.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pi, store, lab, archive := world(t)
 	env := &fakeEnv{}
 	var log bytes.Buffer
 	cfg := Config{Inbox: archive, History: store, Env: env, Out: &log,
@@ -240,20 +235,7 @@ func (f *fakeCluster) Collect(ctx context.Context, job Job, handle string) (*Res
 // pass after its run ended answers it, once.
 func TestHandedToACluster(t *testing.T) {
 	ctx := context.Background()
-	pi := testenv.NewPublicInbox(t)
-	store, err := history.Open(ctx, filepath.Join(t.TempDir(), "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	lab, err := spec.Load("../../labs/uprobe-lazy-buffer.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive, err := inbox.Open(pi.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pi, store, lab, archive := world(t)
 	for _, m := range testenv.LazySeries(t, "../..", 1, "") {
 		pi.Deliver(t, m)
 	}
