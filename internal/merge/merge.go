@@ -345,8 +345,11 @@ func shardNotes(shards []Shard) []string {
 // matrix as lab run --shard deals them; the variants are those the shards
 // booted (a run with --only boots one).
 func expectedBoots(shards []Shard, n int) ([][]int, error) {
+	// The run's kernels, as lab run deals them: the baseline and each
+	// series' kernel; a run of one of them (--only) boots it alone.
+	kernels := variant.Kernels(shards[0].Run.SeriesVariants())
 	var vs []variant.Variant
-	for _, v := range variant.Both {
+	for _, v := range kernels {
 		for _, s := range shards {
 			if slices.ContainsFunc(s.Run.Boots, func(b results.Boot) bool { return b.Variant == v }) {
 				vs = append(vs, v)
@@ -355,7 +358,7 @@ func expectedBoots(shards []Shard, n int) ([][]int, error) {
 		}
 	}
 	if len(vs) != 1 {
-		vs = variant.Both
+		vs = kernels
 	}
 	m := shards[0].Run.Matrix
 	shapes, err := m.ShapeCount()

@@ -164,7 +164,9 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 	switch {
 	case opt.BuildOnly:
 		id = "build-" + id
-	case opt.Shard.N > 1:
+	case opt.Shard.N >= 1:
+		// --shard K/N given: a shard of a planned run, even of one
+		// (lab submit slurm --shards 1), which lab merge takes.
 		id += fmt.Sprintf("-shard%d-of-%d", opt.Shard.K, opt.Shard.N)
 	}
 	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), id)
@@ -193,7 +195,7 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 	if opt.BuildOnly {
 		slots = nil
 	}
-	if opt.Shard.N > 1 {
+	if opt.Shard.N >= 1 {
 		r.run.Shard = &results.Shard{K: opt.Shard.K, N: opt.Shard.N, Boots: len(slots)}
 	}
 	for _, s := range slots {

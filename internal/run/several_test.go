@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"lab/internal/merge"
 	"lab/internal/report"
 	"lab/internal/runfolder"
 	"lab/internal/series"
+	"lab/internal/shard"
 	"lab/internal/spec"
 	"lab/internal/variant"
 	"lab/internal/vm"
@@ -209,6 +211,35 @@ func TestSandboxAutoForSeveral(t *testing.T) {
 		}
 		if opt.Sandbox != tc.want {
 			t.Errorf("series %v and %v: sandbox %v, want %v", tc.several[0].Input, tc.several[1].Input, opt.Sandbox, tc.want)
+		}
+	}
+}
+
+// The shards of a run of several series merge into the run: lab merge
+// deals the boots over the same kernels as lab run (the baseline, v1, v2),
+// and a run given --shard 0/1 (lab submit slurm --shards 1) is a shard of
+// one, which merges alone.
+func TestShardsOfSeveralSeriesMerge(t *testing.T) {
+	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) { return severalOutcome(c), nil }}
+	for _, n := range []int{2, 1} {
+		opt := severalOptions(t, "v1", "v2")
+		for k := range n {
+			opt.Shard = shard.Shard{K: k, N: n}
+			res, _, err := runImpl(context.Background(), opt, tcgHost(), env)
+			if err != nil || res.Shard == nil || res.Shard.N != n {
+				t.Fatalf("shard %d/%d: %+v, %v", k, n, res.Shard, err)
+			}
+		}
+		shards, err := merge.Load([]string{filepath.Join(opt.ResultsDir, opt.Lab.Name, "*")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := merge.Merge(shards, merge.Options{RunID: "merged"})
+		if err != nil {
+			t.Fatalf("%d shards: %v", n, err)
+		}
+		if got := variantsOf(m.Run.Boots); len(m.Run.Boots) != 9 || !m.Run.Complete {
+			t.Errorf("%d shards merged: %v, complete %v", n, got, m.Run.Complete)
 		}
 	}
 }
