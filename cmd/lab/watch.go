@@ -303,17 +303,25 @@ func (f *watchFlags) status(ctx context.Context, inv invocation) error {
 	}
 	for _, w := range list {
 		what := w.Why
+		if w.State == watch.StateSubmitted {
+			what += ", on the cluster: " + w.RunDir
+		}
 		if w.Reply != "" {
 			what += ", reply <" + w.Reply + ">"
 		}
 		fmt.Fprintf(inv.out, "%-10s %s  %-60.60s  %s\n", w.State, w.Updated.Local().Format("2006-01-02 15:04"), w.Name, what)
 	}
 	if where != "" {
-		broken, err := store.WatchMails(ctx, where, "broken")
+		// Broken mails, and patch mails no posting took (a second cover
+		// letter, a patch number already taken).
+		mails, err := store.WatchMails(ctx, where, "broken", "patch", "cover")
 		if err != nil {
 			return err
 		}
-		for _, m := range broken {
+		for _, m := range mails {
+			if m.Kind != "broken" && m.Posting != "-" {
+				continue
+			}
 			fmt.Fprintf(inv.out, "%-10s %s  %-60.60s  %s\n", "dropped", m.Arrived.Local().Format("2006-01-02 15:04"), m.MessageID, m.Reason)
 		}
 	}

@@ -236,4 +236,14 @@ func TestSlurmSubmitsAndCollects(t *testing.T) {
 	if err != nil || res == nil || res.Kind != watch.Verdict || res.RunDir != merged || !strings.Contains(res.Summary, "uprobe-nop") || len(res.Results) == 0 {
 		t.Fatalf("the merged run: %+v, %v", res, err)
 	}
+	// A series of two patches that made a row slower (the example's
+	// kernels swapped): the reply says how to find which patch, which the
+	// cluster did not measure.
+	swapped := strings.NewReplacer(`"variant": "baseline"`, `"variant": "patched"`, `"variant": "patched"`, `"variant": "baseline"`).Replace(string(example))
+	os.WriteFile(filepath.Join(merged, runfolder.ResultsFile), []byte(swapped), 0o644)
+	two := &listseries.Posting{Key: "p@x", Subject: "x", Version: 1, Total: 2}
+	slower := watch.Job{Lab: lab, Versions: []watch.Version{{Name: "patched", Mbox: []byte("one"), Posting: two}}}
+	if res, err := s.Collect(ctx, slower, dir); err != nil || res == nil || !strings.Contains(res.Summary, "lab bisect --each on a copy of "+lab.Path) {
+		t.Errorf("a slower series of two patches: %+v, %v", res, err)
+	}
 }

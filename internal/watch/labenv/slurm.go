@@ -105,7 +105,14 @@ func (s *Slurm) Collect(ctx context.Context, job watch.Job, dir string) (*watch.
 		fmt.Fprintf(s.Out, "lab: warning: the history did not take run %s: %v (lab history import %s adds it later)\n", res.RunID, err, sub.Merged)
 	}
 	if d != nil {
-		noisy(d, job.Versions[len(job.Versions)-1].Name, out)
+		newest := job.Versions[len(job.Versions)-1]
+		noisy(d, newest.Name, out)
+		if slower := slowerRows(d, newest.Name); len(slower) > 0 && newest.Posting.Total > 1 {
+			// lab watch's own runs bisect here; a cluster run's reply says
+			// how to, rather than run it on the watcher's host.
+			out.Summary += fmt.Sprintf("\n\nWhich patch made it slower was not measured on the cluster: lab bisect --each on a copy of %s\nwhose series: is %s says.\n",
+				job.Lab.Path, filepath.Join(dir, "series", newest.Name+".mbx"))
+		}
 	}
 	return out, nil
 }
