@@ -260,6 +260,40 @@ func TestSubmitFails(t *testing.T) {
 	}
 }
 
+// A submission stopped midway (sbatch failed, or the submitter was
+// killed) keeps the ids it got; a Submit into the same folder submits only
+// the jobs still missing, each after the ones recorded.
+func TestSubmitResumes(t *testing.T) {
+	for fail := 1; fail <= 3; fail++ {
+		s := slurmFixture(t, 2)
+		first := fakeSbatch{fail: fail}
+		if _, err := s.Submit(context.Background(), first.run); err == nil {
+			t.Fatalf("call %d did not fail", fail)
+		}
+		again := fakeSbatch{}
+		sub, err := s.Submit(context.Background(), again.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again.calls) != 4-fail {
+			t.Errorf("stopped at call %d: %d calls again, want %d", fail, len(again.calls), 4-fail)
+		}
+		kept := []string{"100", "101", "102"}[:fail-1]
+		if got := []string{sub.Build, sub.Boots, sub.Merge}[:fail-1]; !slices.Equal(got, kept) {
+			t.Errorf("stopped at call %d: kept %v, want %v", fail, got, kept)
+		}
+		last := again.calls[len(again.calls)-1]
+		if want := "--dependency=afterok:" + sub.Build + ",afterany:" + sub.Boots; !slices.Contains(last, want) {
+			t.Errorf("stopped at call %d: the merge %v lacks %s", fail, last, want)
+		}
+		data, _ := os.ReadFile(filepath.Join(s.Dir, "submission.json"))
+		var saved Submission
+		if json.Unmarshal(data, &saved) != nil || saved != *sub {
+			t.Errorf("submission.json %s, want %+v", data, sub)
+		}
+	}
+}
+
 // submit.sh and resubmit.sh run the same sbatch commands as Submit, with
 // the ids in shell variables: run them against a fake sbatch on the PATH.
 func TestSubmitScripts(t *testing.T) {

@@ -207,7 +207,10 @@ type Submission struct {
 }
 
 // Submit writes the scripts and submits the build, the boot array and the
-// merge with sbatch, each job depending on the one before.
+// merge with sbatch, each job depending on the one before. Each job's id
+// goes into the folder's submission.json as soon as sbatch gives it, and a
+// Submit into a folder that holds some (a submitter stopped midway: lab
+// watch, killed and started again) submits only the jobs still missing.
 func (s Slurm) Submit(ctx context.Context, run Runner) (*Submission, error) {
 	scripts, err := s.Scripts()
 	if err != nil {
@@ -221,20 +224,37 @@ func (s Slurm) Submit(ctx context.Context, run Runner) (*Submission, error) {
 	}
 	sub := &Submission{Dir: s.Dir, Shards: s.Req.Shards, Merged: s.Merged(), Report: filepath.Join(runfolder.Folder{Dir: s.Merged()}.Report(), "report.txt"),
 		Logs: s.Logs(), Resubmit: Line([]string{s.Script("resubmit.sh"), "K"})}
-	if sub.Build, err = sbatch(ctx, run, s.BuildJob()); err != nil {
-		return nil, fmt.Errorf("submit the build job: %w", err)
+	record := filepath.Join(s.Dir, "submission.json")
+	if data, err := os.ReadFile(record); err == nil {
+		var was Submission
+		if err := json.Unmarshal(data, &was); err != nil {
+			return nil, fmt.Errorf("%s: %w", record, err)
+		}
+		sub.Build, sub.Boots, sub.Merge = was.Build, was.Boots, was.Merge
 	}
-	if sub.Boots, err = sbatch(ctx, run, s.ArrayJob(fmt.Sprintf("0-%d", s.Req.Shards-1), sub.Build)); err != nil {
-		return sub, fmt.Errorf("submit the boot array (build job %s is queued: scancel it): %w", sub.Build, err)
+	submit := func(id *string, args []string, what string) error {
+		if *id != "" {
+			return nil
+		}
+		got, err := sbatch(ctx, run, args)
+		if err != nil {
+			return fmt.Errorf("submit %s: %w", what, err)
+		}
+		*id = got
+		data, err := json.MarshalIndent(sub, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(record, data, 0o644)
 	}
-	if sub.Merge, err = sbatch(ctx, run, s.MergeJob(sub.Build, sub.Boots)); err != nil {
-		return sub, fmt.Errorf("submit the merge job (jobs %s and %s are queued): %w", sub.Build, sub.Boots, err)
+	if err := submit(&sub.Build, s.BuildJob(), "the build job"); err != nil {
+		return nil, err
 	}
-	data, err := json.MarshalIndent(sub, "", "  ")
-	if err != nil {
+	if err := submit(&sub.Boots, s.ArrayJob(fmt.Sprintf("0-%d", s.Req.Shards-1), sub.Build), fmt.Sprintf("the boot array (build job %s is queued: scancel it)", sub.Build)); err != nil {
 		return sub, err
 	}
-	return sub, os.WriteFile(filepath.Join(s.Dir, "submission.json"), data, 0o644)
+	err = submit(&sub.Merge, s.MergeJob(sub.Build, sub.Boots), fmt.Sprintf("the merge job (jobs %s and %s are queued)", sub.Build, sub.Boots))
+	return sub, err
 }
 
 // sbatch runs one sbatch --parsable and returns the job id ("id" or

@@ -11,14 +11,17 @@ import (
 
 // The states a series goes through. waiting and queued are revisited at
 // every pass; running is a pass that was killed mid-run, and runs again;
-// submitted is a run handed to a cluster (a Submitter), collected by the
-// first pass after it ended; the others are final.
+// submitting is a submission prepared and maybe partly submitted (a pass
+// killed in between), submitted again; submitted is a run handed to a
+// cluster (a Submitter), collected by the first pass after it ended; the
+// others are final.
 const (
 	StateWaiting    = "waiting"
 	StateIncomplete = "incomplete"
 	StateSkipped    = "skipped"
 	StateQueued     = "queued"
 	StateRunning    = "running"
+	StateSubmitting = "submitting"
 	StateSubmitted  = "submitted"
 	StateAnswered   = "answered"
 )
@@ -72,7 +75,7 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 		if prev != nil && !prev.Complete() {
 			prev = nil
 		}
-		if seen && was.State == StateSubmitted {
+		if seen && (was.State == StateSubmitted || was.State == StateSubmitting) {
 			if lab := c.lab(was.Lab); lab != nil {
 				out = append(out, queued{series: was, posting: p, prev: prev, lab: *lab})
 			} else {
@@ -200,17 +203,11 @@ func answer(ctx context.Context, c Config, q queued) (outcome, error) {
 			return pending, nil
 		}
 	case handsOff:
-		fmt.Fprintf(c.Out, "watch: %s: handing it to the cluster, on lab %s\n", p.Name(), q.lab.Spec.Name)
-		handle, err := sub.Submit(ctx, job)
-		if err == nil {
-			w.State, w.RunDir = StateSubmitted, handle
-			if err := c.History.PutWatchSeries(ctx, w); err != nil {
-				return answered, err
-			}
-			fmt.Fprintf(c.Out, "watch: %s: submitted (%s); a later pass answers it once its run has ended\n", p.Name(), handle)
-			return submitted, nil
+		did, r, err := handOff(ctx, c, sub, job, &w)
+		if err != nil || r == nil {
+			return did, err
 		}
-		res = &Result{Kind: Infra, Summary: "The cluster did not take the run: " + err.Error()}
+		res = r
 	default:
 		w.State = StateRunning
 		if err := c.History.PutWatchSeries(ctx, w); err != nil {
@@ -238,6 +235,37 @@ func answer(ctx context.Context, c Config, q queued) (outcome, error) {
 	}
 	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)
 	return answered, nil
+}
+
+// handOff submits the job to the cluster: prepared and recorded
+// submitting first, so that a watcher killed while it submits submits the
+// rest of the same submission at its next pass, never a second one. A
+// cluster that does not take the job is an answer (infra): res.
+func handOff(ctx context.Context, c Config, sub Submitter, job Job, w *history.WatchSeries) (outcome, *Result, error) {
+	p := job.Versions[len(job.Versions)-1].Posting
+	if w.State != StateSubmitting {
+		fmt.Fprintf(c.Out, "watch: %s: handing it to the cluster, on lab %s\n", p.Name(), job.Lab.Name)
+		handle, err := sub.Prepare(ctx, job)
+		if err != nil {
+			return answered, &Result{Kind: Infra, Summary: "The run could not be prepared for the cluster: " + err.Error()}, nil
+		}
+		w.State, w.RunDir = StateSubmitting, handle
+		if err := c.History.PutWatchSeries(ctx, *w); err != nil {
+			return answered, nil, err
+		}
+	}
+	if err := sub.Submit(ctx, job, w.RunDir); err != nil {
+		if ctx.Err() != nil {
+			return answered, nil, ctx.Err()
+		}
+		return answered, &Result{Kind: Infra, Summary: "The cluster did not take the run: " + err.Error()}, nil
+	}
+	w.State = StateSubmitted
+	if err := c.History.PutWatchSeries(ctx, *w); err != nil {
+		return answered, nil, err
+	}
+	fmt.Fprintf(c.Out, "watch: %s: submitted (%s); a later pass answers it once its run has ended\n", p.Name(), w.RunDir)
+	return submitted, nil, nil
 }
 
 // jobOf is the run a queued series asks for: its posting, after the

@@ -56,12 +56,16 @@ type Env interface {
 }
 
 // Submitter is an Env that hands a job to a cluster instead of running it
-// (lab submit slurm): Submit returns once the cluster has taken the job,
-// with a handle the history keeps (the series is then submitted); Collect,
-// at each later pass, gives what the run came to once it has ended, and
-// nil before. The watcher never waits on a cluster.
+// (lab submit slurm). Prepare readies a submission and names it (handle)
+// before anything is submitted; the watcher records the series submitting
+// with it, then Submit submits it, and a second Submit of the same handle
+// (a watcher killed in between) submits only what the first did not; the
+// series is then submitted. Collect, at each later pass, gives what the run
+// came to once it has ended, and nil before. The watcher never waits on a
+// cluster.
 type Submitter interface {
-	Submit(ctx context.Context, job Job) (handle string, err error)
+	Prepare(ctx context.Context, job Job) (handle string, err error)
+	Submit(ctx context.Context, job Job, handle string) error
 	Collect(ctx context.Context, job Job, handle string) (*Result, error)
 }
 

@@ -208,17 +208,29 @@ func TestSettledSeriesAreNotParsedAgain(t *testing.T) {
 }
 
 // fakeCluster is a Submitter: it takes each job and ends it after ends
-// collections.
+// collections; stopSubmit, when set, cancels the pass during that Submit
+// (a watcher killed while it submits).
 type fakeCluster struct {
 	fakeEnv
-	submitted []string
-	collects  int
-	ends      int
+	prepared   int
+	submitted  []string // the handles Submit was given
+	stopSubmit int
+	collects   int
+	ends       int
 }
 
-func (f *fakeCluster) Submit(ctx context.Context, job Job) (string, error) {
-	f.submitted = append(f.submitted, job.Versions[len(job.Versions)-1].Posting.Name())
-	return fmt.Sprintf("/results/slurm-%d", len(f.submitted)), nil
+func (f *fakeCluster) Prepare(ctx context.Context, job Job) (string, error) {
+	f.prepared++
+	return fmt.Sprintf("/results/slurm-%d", f.prepared), nil
+}
+
+func (f *fakeCluster) Submit(ctx context.Context, job Job, handle string) error {
+	f.submitted = append(f.submitted, handle)
+	if len(f.submitted) == f.stopSubmit {
+		f.cancel()
+		return ctx.Err()
+	}
+	return nil
 }
 
 func (f *fakeCluster) Collect(ctx context.Context, job Job, handle string) (*Result, error) {
@@ -253,13 +265,48 @@ func TestHandedToACluster(t *testing.T) {
 			t.Errorf("pass %d: %+v", i+1, list[0])
 		}
 	}
-	if len(env.submitted) != 1 || len(env.jobs) != 1 {
-		t.Errorf("submitted %q, collected %d runs", env.submitted, len(env.jobs))
+	if env.prepared != 1 || len(env.submitted) != 1 || len(env.jobs) != 1 {
+		t.Errorf("prepared %d, submitted %q, collected %d runs", env.prepared, env.submitted, len(env.jobs))
 	}
 	if out, _ := store.Outbox(ctx); len(out) != 1 {
 		t.Errorf("%d replies queued, want 1", len(out))
 	}
 	if list, _ := store.WatchSeriesList(ctx, ""); list[0].RunDir != "/results/slurm-1/merged" {
 		t.Errorf("answered series' run %q", list[0].RunDir)
+	}
+}
+
+// A watcher killed while it submits has recorded the submission it
+// prepared: the next pass submits the same one (the cluster's Submit then
+// submits only the jobs missing), never a second one, and the series is
+// answered once.
+func TestKilledWhileSubmitting(t *testing.T) {
+	ctx := context.Background()
+	pi, store, lab, archive := world(t)
+	for _, m := range testenv.LazySeries(t, "../..", 1, "") {
+		pi.Deliver(t, m)
+	}
+	killed, cancel := context.WithCancel(ctx)
+	env := &fakeCluster{ends: 1, stopSubmit: 1}
+	env.cancel = cancel
+	var log bytes.Buffer
+	cfg := Config{Inbox: archive, History: store, Env: env, Out: &log,
+		Labs: []Lab{{Spec: lab, Paths: []string{"kernel/trace/trace_uprobe.c"}}}}
+	if _, err := Once(killed, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("killed pass: %v\n%s", err, log.String())
+	}
+	if list, _ := store.WatchSeriesList(ctx, ""); list[0].State != StateSubmitting || list[0].RunDir != "/results/slurm-1" {
+		t.Fatalf("after the kill: %+v", list[0])
+	}
+	for i, want := range []Stats{{Submitted: 1}, {Answered: 1}, {}} {
+		if st, err := Once(ctx, cfg); err != nil || st.Submitted != want.Submitted || st.Answered != want.Answered {
+			t.Fatalf("pass %d after the kill: %+v, %v\n%s", i+1, st, err, log.String())
+		}
+	}
+	if env.prepared != 1 || fmt.Sprint(env.submitted) != "[/results/slurm-1 /results/slurm-1]" {
+		t.Errorf("prepared %d, submitted %q: want one submission, submitted again", env.prepared, env.submitted)
+	}
+	if out, _ := store.Outbox(ctx); len(out) != 1 {
+		t.Errorf("%d replies queued, want 1", len(out))
 	}
 }

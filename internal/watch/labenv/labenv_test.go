@@ -195,8 +195,14 @@ func TestSlurmSubmitsAndCollects(t *testing.T) {
 		Flags: []cluster.Flag{{Name: "accel", Value: "tcg"}, {Name: "cache", Value: "/nope"}}}
 	posting := &listseries.Posting{Key: "v2@x", Subject: "x", Version: 2, Total: 1}
 	job := watch.Job{Lab: lab, Versions: []watch.Version{{Name: "v1", Mbox: []byte("one"), Posting: posting}, {Name: "v2", Mbox: []byte("two"), Posting: posting}}}
-	dir, err := s.Submit(ctx, job)
+	dir, err := s.Prepare(ctx, job)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sbatch) != 0 {
+		t.Errorf("Prepare submitted %q", sbatch)
+	}
+	if err := s.Submit(ctx, job, dir); err != nil {
 		t.Fatal(err)
 	}
 	if mbx, _ := os.ReadFile(filepath.Join(dir, "series", "v2.mbx")); string(mbx) != "two" {

@@ -46,35 +46,47 @@ type Slurm struct {
 	History *history.Store
 }
 
-// Submit hands the job to the cluster and returns its submission folder.
-func (s *Slurm) Submit(ctx context.Context, job watch.Job) (string, error) {
+// Prepare makes the job's submission folder under the results and writes
+// the versions' mboxes into it; nothing is submitted yet.
+func (s *Slurm) Prepare(ctx context.Context, job watch.Job) (string, error) {
 	dir, err := cluster.NewSubmissionDir(filepath.Join(s.Settings.ResultsDir, job.Lab.Name))
 	if err != nil {
 		return "", err
 	}
-	// A series from a list is new to the lab's source, or in it already:
-	// mode auto tells which, as lab watch's own runs do.
-	flags := append(slices.Clone(s.Flags), cluster.Flag{Name: "mode", Value: spec.ModeAuto})
 	for _, v := range job.Versions {
-		mbx := filepath.Join(dir, "series", v.Name+".mbx")
+		mbx := mboxIn(dir, v.Name)
 		if err := os.MkdirAll(filepath.Dir(mbx), 0o755); err != nil {
 			return "", err
 		}
 		if err := os.WriteFile(mbx, v.Mbox, 0o644); err != nil {
 			return "", err
 		}
-		flags = append(flags, cluster.Flag{Name: "series", Value: mbx})
+	}
+	return dir, nil
+}
+
+// Submit submits the job prepared in dir as lab submit slurm does (the
+// jobs a Submit before it got in are not submitted again).
+func (s *Slurm) Submit(ctx context.Context, job watch.Job, dir string) error {
+	// A series from a list is new to the lab's source, or in it already:
+	// mode auto tells which, as lab watch's own runs do.
+	flags := append(slices.Clone(s.Flags), cluster.Flag{Name: "mode", Value: spec.ModeAuto})
+	for _, v := range job.Versions {
+		flags = append(flags, cluster.Flag{Name: "series", Value: mboxIn(dir, v.Name)})
 	}
 	lab := *job.Lab
 	lab.Mode = spec.ModeAuto
 	req := cluster.Request{Lab: &lab, LabFile: job.Lab.Path, Args: cluster.Args(flags), Shards: s.Shards, Cache: s.Settings.CacheDir, Exe: s.Exe}
 	sub, err := cluster.NewSlurm(req, s.ModuleRoot, dir, s.Partition, s.Exclusive).Submit(ctx, s.Command)
 	if err != nil {
-		return "", err
+		return err
 	}
 	fmt.Fprint(s.Out, sub.Text())
-	return dir, nil
+	return nil
 }
+
+// mboxIn is where a version's mbox is in a submission folder.
+func mboxIn(dir, version string) string { return filepath.Join(dir, "series", version+".mbx") }
 
 // Collect is what the submission in dir came to once its merge job has
 // ended; nil before, and when Slurm cannot be asked (it is asked again at
@@ -111,7 +123,7 @@ func (s *Slurm) Collect(ctx context.Context, job watch.Job, dir string) (*watch.
 			// lab watch's own runs bisect here; a cluster run's reply says
 			// how to, rather than run it on the watcher's host.
 			out.Summary += fmt.Sprintf("\n\nWhich patch made it slower was not measured on the cluster: lab bisect --each on a copy of %s\nwhose series: is %s says.\n",
-				job.Lab.Path, filepath.Join(dir, "series", newest.Name+".mbx"))
+				job.Lab.Path, mboxIn(dir, newest.Name))
 		}
 	}
 	return out, nil
@@ -120,8 +132,11 @@ func (s *Slurm) Collect(ctx context.Context, job watch.Job, dir string) (*watch.
 // Run submits the job and waits for it: the Env for a single pass that
 // must answer what it starts.
 func (s *Slurm) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
-	dir, err := s.Submit(ctx, job)
+	dir, err := s.Prepare(ctx, job)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.Submit(ctx, job, dir); err != nil {
 		return nil, err
 	}
 	for {
