@@ -19,14 +19,14 @@ import (
 // runBenchmark runs one benchmark at p producers and never panics: a
 // failure becomes the result's Error, a kernel that cannot run it its
 // Unsupported.
-func runBenchmark(name string, p int, job protocol.Job, bare bareLoops) (res protocol.Result) {
+func runBenchmark(name string, p int, job protocol.Job) (res protocol.Result) {
 	res = protocol.Result{Benchmark: name, Producers: p}
 	defer func() {
 		if r := recover(); r != nil {
 			res.Error = fmt.Sprintf("panic: %v", r)
 		}
 	}()
-	err := dispatch(&res, name, p, job, bare)
+	err := dispatch(&res, name, p, job)
 	var un unsupported
 	switch {
 	case errors.As(err, &un):
@@ -80,7 +80,7 @@ func planFor(name string) (plan, error) {
 	return pl, nil
 }
 
-func dispatch(res *protocol.Result, name string, p int, job protocol.Job, bare bareLoops) error {
+func dispatch(res *protocol.Result, name string, p int, job protocol.Job) error {
 	pl, err := planFor(name)
 	if err != nil {
 		return err
@@ -89,35 +89,31 @@ func dispatch(res *protocol.Result, name string, p int, job protocol.Job, bare b
 	if !ok {
 		return unsupported{fmt.Sprintf("this agent cannot run %s benchmarks", pl.bench.Kind)}
 	}
-	return run(res, pl, p, job, bare)
+	return run(res, pl, p, job)
 }
 
 // runners measure each kind of the benchmark table.
-func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job, bareLoops) error {
-	kprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job, bare bareLoops) error {
-		return kprobeBench(res, string(pl.bench.Kind), pl.symbol, p, job, pl.loop, bare)
+func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job) error {
+	kprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+		return kprobeBench(res, string(pl.bench.Kind), pl.symbol, p, job, pl.loop)
 	}
-	uprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job, bare bareLoops) error {
-		return uprobeBench(res, string(pl.bench.Kind), pl.target, p, job, bare)
+	uprobe := func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+		return uprobeBench(res, string(pl.bench.Kind), pl.target, p, job)
 	}
-	return map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job, bareLoops) error{
-		benchmark.Count: func(res *protocol.Result, pl plan, p int, job protocol.Job, bare bareLoops) error {
+	return map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job) error{
+		benchmark.Count: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
 			res.Attach = "none: " + pl.bench.About
-			if err := measure(res, p, job, nil, pl.loop); err != nil {
-				return err
-			}
-			bare.keep(pl.loop, p, res.Benchmark, res.Samples)
-			return nil
+			return measure(res, p, job, nil, pl.loop)
 		},
 		benchmark.Kprobe: kprobe, benchmark.Kretprobe: kprobe, benchmark.KprobeMulti: kprobe, benchmark.KretprobeMulti: kprobe,
-		benchmark.TracefsKretprobe: func(res *protocol.Result, pl plan, p int, job protocol.Job, bare bareLoops) error {
-			return tracefsKretprobe(res, pl.symbol, p, job, pl.loop, bare)
+		benchmark.TracefsKretprobe: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+			return tracefsKretprobe(res, pl.symbol, p, job, pl.loop)
 		},
 		benchmark.Uprobe: uprobe, benchmark.Uretprobe: uprobe, benchmark.UprobeMulti: uprobe, benchmark.UretprobeMulti: uprobe,
 	}
 }
 
-func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job protocol.Job, bare bareLoops) error {
+func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job protocol.Job) error {
 	if err := writeProducer(); err != nil {
 		return fmt.Errorf("write the producer program: %w", err)
 	}
@@ -134,7 +130,7 @@ func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job
 	if strings.HasSuffix(kind, "-multi") {
 		attachType = ebpf.AttachTraceUprobeMulti
 	}
-	return probeBench(res, p, job, t.Name, bare, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+	return probeBench(res, p, job, t.Name, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
 		switch kind {
 		case "uprobe":
 			l, err = ex.Uprobe(t.Name, prog, &link.UprobeOptions{Address: loc.Offset})
@@ -152,13 +148,13 @@ func uprobeBench(res *protocol.Result, kind string, t targets.Target, p int, job
 	})
 }
 
-func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.Job, loop string, bare bareLoops) error {
+func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.Job, loop string) error {
 	res.Attach = kind + " " + symbol
 	attachType := ebpf.AttachNone
 	if strings.HasSuffix(kind, "-multi") {
 		attachType = ebpf.AttachTraceKprobeMulti
 	}
-	return probeBench(res, p, job, loop, bare, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
+	return probeBench(res, p, job, loop, attachType, func(prog *ebpf.Program) (l link.Link, err error) {
 		switch kind {
 		case "kprobe":
 			l, err = link.Kprobe(symbol, prog, nil)
@@ -179,12 +175,14 @@ func kprobeBench(res *protocol.Result, kind, symbol string, p int, job protocol.
 	})
 }
 
-// probeBench takes the loop's rate without the probe (bare), then measures
-// it with a counting BPF program attached by attach.
-func probeBench(res *protocol.Result, p int, job protocol.Job, loop string, bare bareLoops, attachType ebpf.AttachType, attach func(*ebpf.Program) (link.Link, error)) error {
-	if err := bare.probeFree(res, p, job, loop); err != nil {
+// probeBench measures the loop without the probe, then with a counting
+// BPF program attached by attach.
+func probeBench(res *protocol.Result, p int, job protocol.Job, loop string, attachType ebpf.AttachType, attach func(*ebpf.Program) (link.Link, error)) error {
+	pf, err := probeFree(p, job, loop)
+	if err != nil {
 		return err
 	}
+	res.ProbeFree = pf
 	m, prog, err := counterProg(attachType)
 	if err != nil {
 		return err

@@ -156,11 +156,10 @@ func runJob(job protocol.Job, send func(protocol.Record)) {
 	}
 	runtime.GOMAXPROCS(maxP + 2)
 
-	bare := bareLoops{}
 	for _, name := range job.Benchmarks {
 		for _, p := range job.Producers {
 			fmt.Printf("lab-agent: %s, %d producer(s)\n", name, p)
-			res := runBenchmark(name, p, job, bare)
+			res := runBenchmark(name, p, job)
 			send(protocol.Record{Type: protocol.TypeResult, Result: &res})
 			// A tool measures what the agent could: right after it, on
 			// the same boot, so that the two see the same machine.

@@ -15,10 +15,12 @@ const tracefs = "/sys/kernel/tracing"
 // ("r[MAXACTIVE]:lab/NAME SYMBOL") enabled, as the objpool series' flock test
 // did with a kretprobe module, and records kprobe_profile's hits and misses
 // (a miss: no free return instance, the freelist/objpool's job).
-func tracefsKretprobe(res *protocol.Result, symbol string, p int, job protocol.Job, loop string, bare bareLoops) error {
-	if err := bare.probeFree(res, p, job, loop); err != nil {
+func tracefsKretprobe(res *protocol.Result, symbol string, p int, job protocol.Job, loop string) error {
+	pf, err := probeFree(p, job, loop)
+	if err != nil {
 		return err
 	}
+	res.ProbeFree = pf
 	event := "labflock"
 	def := "r"
 	if job.MaxActive > 0 {
@@ -34,7 +36,7 @@ func tracefsKretprobe(res *protocol.Result, symbol string, p int, job protocol.J
 	if err := os.WriteFile(enable, []byte("1"), 0); err != nil {
 		return fmt.Errorf("enable %s: %w", event, err)
 	}
-	err := measure(res, p, job, nil, loop)
+	err = measure(res, p, job, nil, loop)
 	os.WriteFile(enable, []byte("0"), 0)
 	if hits, misses, perr := profile("lab/" + event); perr == nil {
 		res.Counters = map[string]uint64{"kprobe_profile_hits": hits, "kprobe_profile_misses": misses}

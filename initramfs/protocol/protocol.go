@@ -128,20 +128,15 @@ type Sample struct {
 
 // Result is one benchmark run at one producer count.
 type Result struct {
-	Benchmark string   `json:"benchmark"`
-	Producers int      `json:"producers"`
-	Attach    string   `json:"attach,omitempty"` // where the probe went: file, symbol, offset, bytes
-	Warmup    []Sample `json:"warmup,omitempty"`
-	Samples   []Sample `json:"samples"`
-	ProbeFree *Sample  `json:"probe_free,omitempty"` // the same loop without the probe, in the same boot
-	// ProbeFreeFrom names the benchmark of the same boot whose bare loop
-	// ProbeFree is (a control's samples, or an earlier probe benchmark's
-	// probe-free second); "" when it was measured right before this
-	// benchmark's probe was attached.
-	ProbeFreeFrom string            `json:"probe_free_from,omitempty"`
-	Counters      map[string]uint64 `json:"counters,omitempty"`    // e.g. kprobe_profile hits and misses
-	Unsupported   string            `json:"unsupported,omitempty"` // why the guest cannot run it
-	Error         string            `json:"error,omitempty"`
+	Benchmark   string            `json:"benchmark"`
+	Producers   int               `json:"producers"`
+	Attach      string            `json:"attach,omitempty"` // where the probe went: file, symbol, offset, bytes
+	Warmup      []Sample          `json:"warmup,omitempty"`
+	Samples     []Sample          `json:"samples"`
+	ProbeFree   *Sample           `json:"probe_free,omitempty"`  // the same loop without the probe, measured first
+	Counters    map[string]uint64 `json:"counters,omitempty"`    // e.g. kprobe_profile hits and misses
+	Unsupported string            `json:"unsupported,omitempty"` // why the guest cannot run it
+	Error       string            `json:"error,omitempty"`
 	// Tool is the guest tool that measured this result, "" for the agent
 	// itself: a tool's result is a second source of the same row.
 	Tool string `json:"tool,omitempty"`

@@ -133,31 +133,14 @@ func Controls() []string {
 	return out
 }
 
-// RunOrder is the order a boot runs names in: the benchmarks that measure
-// a bare loop (the controls) first, then the rest as given. A probe
-// benchmark's probe-free figure is its loop's bare rate, and the guest
-// agent takes it from the first benchmark of the boot that measured that
-// loop instead of measuring it again.
-func RunOrder(names []string) []string {
-	out := make([]string, 0, len(names))
-	for _, bare := range []bool{true, false} {
-		for _, n := range names {
-			if b, ok := Lookup(n); (ok && b.Kind == Count) == bare {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
 // IsControl reports whether name is a control benchmark.
 func IsControl(name string) bool {
 	b, ok := Lookup(name)
 	return ok && b.Control
 }
 
-// Probe reports whether the benchmark attaches a probe (and so also has
-// its loop's probe-free rate).
+// Probe reports whether the benchmark attaches a probe (and so also
+// measures its loop probe-free first).
 func (b Benchmark) Probe() bool { return b.Kind != Count }
 
 // UnsupportedOn says why arch cannot run the benchmark, "" when it can.

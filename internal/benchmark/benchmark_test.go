@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -49,20 +48,5 @@ func TestREADMEListsTheTable(t *testing.T) {
 	}
 	if !strings.Contains(string(readme), Doc()) {
 		t.Errorf("README.md does not hold the output of `lab benchmarks`; paste it:\n%s", Doc())
-	}
-}
-
-// A boot runs the bare loops first, so that the probe benchmarks after them
-// take their probe-free figures from them; the rest keep the lab's order.
-func TestRunOrder(t *testing.T) {
-	for _, tc := range []struct{ in, want []string }{
-		{[]string{"uprobe-nop", "uretprobe-nop", "usermode-count", "syscall-count"}, []string{"usermode-count", "syscall-count", "uprobe-nop", "uretprobe-nop"}},
-		{[]string{"kretprobe", "syscall-count", "uprobe-nop"}, []string{"syscall-count", "kretprobe", "uprobe-nop"}},
-		{[]string{"uprobe-nop"}, []string{"uprobe-nop"}},
-		{[]string{"no-such", "usermode-count"}, []string{"usermode-count", "no-such"}},
-	} {
-		if got := RunOrder(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("RunOrder(%v) = %v, want %v", tc.in, got, tc.want)
-		}
 	}
 }

@@ -72,7 +72,7 @@ func (b *bisector) follow(f results.Figure, why string) {
 		}
 	}
 	if !slices.Contains(job.Benchmarks, f.Benchmark) {
-		job.Benchmarks = benchmark.RunOrder(append(job.Benchmarks, f.Benchmark))
+		job.Benchmarks = append([]string{f.Benchmark}, job.Benchmarks...)
 	}
 	job.Producers = []int{f.Producers}
 	if f.Scaling || f.Producers != 1 {

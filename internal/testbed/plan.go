@@ -8,7 +8,6 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
-	"lab/internal/benchmark"
 	"lab/internal/results"
 	"lab/internal/spec"
 	"lab/internal/topology"
@@ -125,7 +124,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 				affinity = *m.Affinity
 			}
 			p.Job = protocol.Job{
-				Benchmarks: benchmark.RunOrder(m.JobBenchmarks()), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
+				Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
 				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive, Tools: lab.Tools,
 			}
 			if clock == results.ClockICount {

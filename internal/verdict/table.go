@@ -44,10 +44,9 @@ func (s Shape) TCG() bool { return s.Accel.Baseline == results.TCG || s.Accel.Pa
 const (
 	MetricRate    = "rate"    // hits/s, one observation per boot
 	MetricScaling = "scaling" // rate(P)/rate(1) within each boot
-	// MetricVsFree is the probed rate over the same loop's rate with
-	// nothing attached, in the same boot (measured just before the probe,
-	// or by the boot's first benchmark of that loop: ProbeFreeFrom): the
-	// probe's cost, with the boot's speed divided out.
+	// MetricVsFree is the probed rate over the same loop's probe-free rate,
+	// measured just before in the same boot: the probe's cost, with the
+	// boot's speed divided out.
 	MetricVsFree = "vs-probe-free"
 	// MetricVsBench is the agent's rate over the kernel's bench's rate for
 	// the same benchmark and producers, measured right after it in the
@@ -335,8 +334,7 @@ func nameAgentRows(t *Table) {
 	}
 }
 
-// sortRows keeps benchmarks in the order boots ran them, the controls after
-// the lab's own (boots run them first: benchmark.RunOrder), producer counts
+// sortRows keeps benchmarks in the order boots ran them, producer counts
 // ascending within each, the agent's row before a tool's.
 func sortRows(rows []Row) {
 	first := map[string]int{}
@@ -346,9 +344,6 @@ func sortRows(rows []Row) {
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		if ci, cj := benchmark.IsControl(rows[i].Benchmark), benchmark.IsControl(rows[j].Benchmark); ci != cj {
-			return cj
-		}
 		if rows[i].Benchmark != rows[j].Benchmark {
 			return first[rows[i].Benchmark] < first[rows[j].Benchmark]
 		}

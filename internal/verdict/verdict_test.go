@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -235,24 +234,5 @@ func TestMinFloorFollowsTheMethod(t *testing.T) {
 	}
 	if got := (&Table{GoProducers: true}).MinFloorPct(); got != MinICountFloorGoProducersPct {
 		t.Errorf("goroutine producers: %v", got)
-	}
-}
-
-// Boots run the controls first (benchmark.RunOrder); a table shows the
-// lab's benchmarks first, in the order boots ran them, and the controls
-// after them.
-func TestRowsShowControlsLast(t *testing.T) {
-	rows := []Row{
-		{Benchmark: "usermode-count", Producers: 1}, {Benchmark: "syscall-count", Producers: 1},
-		{Benchmark: "uretprobe-nop", Producers: 2}, {Benchmark: "uprobe-nop", Producers: 1},
-		{Benchmark: "uretprobe-nop", Producers: 1},
-	}
-	sortRows(rows)
-	var got []string
-	for _, r := range rows {
-		got = append(got, fmt.Sprintf("%s/%d", r.Benchmark, r.Producers))
-	}
-	if want := "uretprobe-nop/1 uretprobe-nop/2 uprobe-nop/1 usermode-count/1 syscall-count/1"; strings.Join(got, " ") != want {
-		t.Errorf("rows %v, want %s", got, want)
 	}
 }

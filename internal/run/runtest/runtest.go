@@ -384,32 +384,12 @@ func BenchSuite(t *testing.T, a string) {
 			continue
 		}
 		seen := map[string]bool{}
-		// The first benchmark of each loop in the boot measures it bare;
-		// every later one takes its probe-free figure from that one.
-		bareFrom, bareRate := map[string]string{}, map[string]float64{}
 		for _, r := range b.Results {
 			seen[fmt.Sprintf("%s/%d", r.Benchmark, r.Producers)] = true
-			bench, _ := benchmark.Lookup(r.Benchmark)
-			loop := fmt.Sprintf("%s/%d", bench.Loop, r.Producers)
-			if r.Tool == "" && bench.Probe() && r.ProbeFree != nil {
-				if from, want := r.ProbeFreeFrom, bareFrom[loop]; from != want {
-					t.Errorf("%s %s p=%d: probe-free from %q, want %q (the boot's first of loop %s)", b.Variant, r.Benchmark, r.Producers, from, want, loop)
-				} else if from != "" && r.ProbeFree.Rate != bareRate[loop] {
-					t.Errorf("%s %s p=%d: probe-free rate %g, not the %g %s measured", b.Variant, r.Benchmark, r.Producers, r.ProbeFree.Rate, bareRate[loop], from)
-				}
-			}
-			if _, ok := bareFrom[loop]; !ok && r.Tool == "" {
-				switch {
-				case !bench.Probe() && r.OK():
-					bareFrom[loop], bareRate[loop] = r.Benchmark, protocol.Rate(r.Samples)
-				case bench.Probe() && r.ProbeFree != nil:
-					bareFrom[loop], bareRate[loop] = r.Benchmark, r.ProbeFree.Rate
-				}
-			}
 			if r.Error != "" || r.Unsupported != "" || len(r.Samples) != 1 || r.Samples[0].Hits == 0 {
 				t.Errorf("%s %s p=%d: error %q unsupported %q samples %+v", b.Variant, r.Benchmark, r.Producers, r.Error, r.Unsupported, r.Samples)
 			}
-			if bench.Probe() && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
+			if bench, _ := benchmark.Lookup(r.Benchmark); bench.Probe() && (r.ProbeFree == nil || r.ProbeFree.Calls == 0) {
 				t.Errorf("%s %s p=%d: no probe-free baseline", b.Variant, r.Benchmark, r.Producers)
 			}
 			if r.Benchmark == "kretprobe-flock-tracefs" && r.Counters["kprobe_profile_hits"] == 0 {
