@@ -314,14 +314,11 @@ func (f *watchFlags) status(ctx context.Context, inv invocation) error {
 	if where != "" {
 		// Broken mails, and patch mails no posting took (a second cover
 		// letter, a patch number already taken).
-		mails, err := store.WatchMails(ctx, where, "broken", "patch", "cover")
+		mails, err := store.DroppedWatchMails(ctx, where)
 		if err != nil {
 			return err
 		}
 		for _, m := range mails {
-			if m.Kind != "broken" && m.Posting != "-" {
-				continue
-			}
 			fmt.Fprintf(inv.out, "%-10s %s  %-60.60s  %s\n", "dropped", m.Arrived.Local().Format("2006-01-02 15:04"), m.MessageID, m.Reason)
 		}
 	}

@@ -173,6 +173,13 @@ func (s *Store) OpenWatchMails(ctx context.Context, inbox string, postings []str
 	return out, nil
 }
 
+// DroppedWatchMails are the mails of inbox that no series took: those
+// read as broken, and the patch mails no posting took (settled as "-"),
+// without reading the inbox's other patches.
+func (s *Store) DroppedWatchMails(ctx context.Context, inbox string) ([]WatchMail, error) {
+	return s.watchMails(ctx, inbox, ` AND (kind = 'broken' OR posting = '-')`, nil, nil)
+}
+
 // inChunk is how many values one IN (...) list holds: below SQLite's
 // oldest limit of 999 variables per statement.
 const inChunk = 500
