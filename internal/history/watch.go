@@ -222,29 +222,38 @@ func (s *Store) watchMails(ctx context.Context, inbox, where string, whereArgs [
 	return out, s.explain(rows.Err())
 }
 
-// SettleWatchMails records the mails ids as part of the settled posting
-// (answered, skipped or incomplete; "-" for mails no posting took, with
-// reason as why): later passes leave them unread unless a new mail belongs
-// with that posting. A mail already settled keeps its posting.
-func (s *Store) SettleWatchMails(ctx context.Context, posting, reason string, ids []string) error {
+// Settle is mails settled in a posting: one answered, skipped or
+// incomplete, or "-" for mails no posting took, with Reason as why.
+type Settle struct {
+	Posting, Reason string
+	IDs             []string
+}
+
+// SettleWatchMails records each Settle's mails as part of its posting, all
+// in one transaction (a pass settles thousands of skipped series of a
+// list's first read): later passes leave them unread unless a new mail
+// belongs with that posting. A mail already settled keeps its posting.
+func (s *Store) SettleWatchMails(ctx context.Context, settles ...Settle) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.explain(err)
 	}
 	defer tx.Rollback()
-	for chunk := range slices.Chunk(ids, inChunk) {
-		args := []any{posting}
-		stmt := `UPDATE watch_mails SET posting = ?`
-		if reason != "" {
-			stmt += `, reason = ?`
-			args = append(args, reason)
-		}
-		stmt += ` WHERE posting = '' AND message_id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
-		for _, id := range chunk {
-			args = append(args, id)
-		}
-		if _, err := tx.ExecContext(ctx, s.d.q(stmt), args...); err != nil {
-			return fmt.Errorf("settle the mails of %s: %w", posting, s.explain(err))
+	for _, st := range settles {
+		for chunk := range slices.Chunk(st.IDs, inChunk) {
+			args := []any{st.Posting}
+			stmt := `UPDATE watch_mails SET posting = ?`
+			if st.Reason != "" {
+				stmt += `, reason = ?`
+				args = append(args, st.Reason)
+			}
+			stmt += ` WHERE posting = '' AND message_id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			if _, err := tx.ExecContext(ctx, s.d.q(stmt), args...); err != nil {
+				return fmt.Errorf("settle the mails of %s: %w", st.Posting, s.explain(err))
+			}
 		}
 	}
 	return s.explain(tx.Commit())

@@ -89,12 +89,12 @@ func TestWatchSettledMails(t *testing.T) {
 				s.AddWatchMail(ctx, WatchMail{MessageID: id, Inbox: "/inbox", Kind: "patch", Arrived: t0.Add(time.Duration(i) * time.Second)})
 			}
 			s.AddWatchMail(ctx, WatchMail{MessageID: "elsewhere@x", Inbox: "/other", Kind: "patch", Arrived: t0})
-			if err := s.SettleWatchMails(ctx, "v1@x", "", []string{"v1@x", "v1-1@x"}); err != nil {
+			if err := s.SettleWatchMails(ctx, Settle{Posting: "v1@x", IDs: []string{"v1@x", "v1-1@x"}}); err != nil {
 				t.Fatal(err)
 			}
-			s.SettleWatchMails(ctx, "-", "a second cover letter", []string{"other@x"})
-			// A settled mail keeps its posting.
-			s.SettleWatchMails(ctx, "v2@x", "", []string{"v1-1@x", "v2@x"})
+			// In one call; a settled mail keeps its posting.
+			s.SettleWatchMails(ctx, Settle{Posting: "-", Reason: "a second cover letter", IDs: []string{"other@x"}},
+				Settle{Posting: "v2@x", IDs: []string{"v1-1@x", "v2@x"}})
 			ids := func(ms []WatchMail, err error) string {
 				if err != nil {
 					t.Fatal(err)

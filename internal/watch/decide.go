@@ -45,11 +45,12 @@ type queued struct {
 // new mails into it and is left alone; one settled now takes its mails, so
 // that later passes do not parse them again.
 func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, error) {
+	// What settles is settled in one step at the end: a pass killed
+	// before it settles the same mails again at the next.
+	var settle []history.Settle
 	for _, d := range a.dropped {
 		fmt.Fprintf(c.Out, "watch: %s: %s\n", d.id, d.why)
-		if err := c.History.SettleWatchMails(ctx, "-", d.why, []string{d.id}); err != nil {
-			return nil, err
-		}
+		settle = append(settle, history.Settle{Posting: "-", Reason: d.why, IDs: []string{d.id}})
 	}
 	list, err := c.History.WatchSeriesList(ctx, c.Inbox.Path)
 	if err != nil {
@@ -66,9 +67,7 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 			if key == "" {
 				key = p.Key
 			}
-			if err := c.History.SettleWatchMails(ctx, key, "", p.Parts()); err != nil {
-				return nil, err
-			}
+			settle = append(settle, history.Settle{Posting: key, IDs: p.Parts()})
 			continue
 		}
 		prev := a.asm.Previous(p)
@@ -98,15 +97,16 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 			}
 		}
 		if final(w.State) {
-			if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
-				return nil, err
-			}
+			settle = append(settle, history.Settle{Posting: p.Key, IDs: p.Parts()})
 		}
 		if lab != nil {
 			out = append(out, queued{series: w, posting: p, prev: prev, lab: *lab})
 		}
 	}
-	return out, nil
+	if len(settle) == 0 {
+		return out, nil
+	}
+	return out, c.History.SettleWatchMails(ctx, settle...)
 }
 
 // settledIn is the settled posting one of p's parts was settled in, ""
@@ -230,7 +230,7 @@ func answer(ctx context.Context, c Config, q queued) (outcome, error) {
 	if err := c.History.Answer(ctx, w, reply); err != nil {
 		return answered, err
 	}
-	if err := c.History.SettleWatchMails(ctx, p.Key, "", p.Parts()); err != nil {
+	if err := c.History.SettleWatchMails(ctx, history.Settle{Posting: p.Key, IDs: p.Parts()}); err != nil {
 		return answered, err
 	}
 	fmt.Fprintf(c.Out, "watch: %s: answered (%s), reply %s queued\n", p.Name(), res.Kind, reply.MessageID)
