@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/digitalocean/go-qemu/qmp"
 	"golang.org/x/sys/unix"
 
 	"lab/initramfs/protocol"
@@ -113,7 +112,7 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		}
 		return out, infra("QMP", fmt.Errorf("%v; qemu: %s", err, strings.TrimSpace(stderr.String())))
 	}
-	defer mon.Disconnect()
+	defer mon.close()
 	if err := c.inspect(mon, out); err != nil {
 		return out, err
 	}
@@ -227,10 +226,8 @@ var thpMu sync.Mutex
 
 // inspect records what QMP says of the running guest (QEMU's version, its
 // vCPU threads, its memory backends) and pins the vCPU threads if asked.
-func (c Config) inspect(mon *qmp.SocketMonitor, out *Outcome) error {
-	if mon.Version != nil {
-		out.QEMUVersion = mon.Version.String()
-	}
+func (c Config) inspect(mon *monitor, out *Outcome) error {
+	out.QEMUVersion = mon.version()
 	if err := c.checkVCPUs(mon, out); err != nil {
 		return err
 	}
@@ -344,41 +341,19 @@ func (c Config) finished(out *Outcome, exitErr error, stderr string) error {
 	return nil
 }
 
-// connectQMP waits for QEMU's QMP socket and does the handshake.
-func connectQMP(ctx context.Context, path string, exited <-chan error) (*qmp.SocketMonitor, error) {
-	for {
-		mon, err := qmp.NewSocketMonitor("unix", path, time.Second)
-		if err == nil {
-			if err := mon.Connect(); err != nil {
-				return nil, err
-			}
-			return mon, nil
-		}
-		select {
-		case e := <-exited:
-			return nil, fmt.Errorf("qemu exited before QMP was up: %v", e)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // checkVCPUs reads the vCPUs back from QEMU and checks their number.
-func (c Config) checkVCPUs(mon *qmp.SocketMonitor, out *Outcome) error {
-	raw, err := mon.Run([]byte(`{"execute":"query-cpus-fast"}`))
+func (c Config) checkVCPUs(mon *monitor, out *Outcome) error {
+	raw, err := mon.run("query-cpus-fast")
 	if err != nil {
 		return infra("QMP query-cpus-fast", err)
 	}
-	var resp struct {
-		Return []VCPU `json:"return"`
-	}
-	if err := json.Unmarshal(raw, &resp); err != nil {
+	var vcpus []VCPU
+	if err := json.Unmarshal(raw, &vcpus); err != nil {
 		return infra("QMP query-cpus-fast", err)
 	}
-	out.VCPUs = resp.Return
-	if len(resp.Return) != c.Shape.CPUs {
-		return infra(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(resp.Return), c.Shape.CPUs), nil)
+	out.VCPUs = vcpus
+	if len(vcpus) != c.Shape.CPUs {
+		return infra(fmt.Sprintf("QEMU reports %d vCPUs, asked for %d", len(vcpus), c.Shape.CPUs), nil)
 	}
 	return nil
 }
@@ -393,22 +368,20 @@ func (o *Outcome) QMPCPUs() []topology.QMPCPU {
 	return out
 }
 
-func queryMemdevs(mon *qmp.SocketMonitor) ([]topology.Memdev, error) {
-	raw, err := mon.Run([]byte(`{"execute":"query-memdev"}`))
+func queryMemdevs(mon *monitor) ([]topology.Memdev, error) {
+	raw, err := mon.run("query-memdev")
 	if err != nil {
 		return nil, err
 	}
-	var resp struct {
-		Return []struct {
-			ID   string `json:"id"`
-			Size int64  `json:"size"`
-		} `json:"return"`
+	var memdevs []struct {
+		ID   string `json:"id"`
+		Size int64  `json:"size"`
 	}
-	if err := json.Unmarshal(raw, &resp); err != nil {
+	if err := json.Unmarshal(raw, &memdevs); err != nil {
 		return nil, err
 	}
 	var out []topology.Memdev
-	for _, m := range resp.Return {
+	for _, m := range memdevs {
 		out = append(out, topology.Memdev{ID: m.ID, SizeMiB: m.Size >> 20})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -436,8 +409,8 @@ func pin(vcpus []VCPU, plan []int) error {
 }
 
 // stop asks QEMU to quit over QMP, then kills it.
-func stop(mon *qmp.SocketMonitor, exited <-chan error, cmd *exec.Cmd) {
-	go mon.Run([]byte(`{"execute":"quit"}`))
+func stop(mon *monitor, exited <-chan error, cmd *exec.Cmd) {
+	mon.quit()
 	select {
 	case <-exited:
 	case <-time.After(3 * time.Second):
