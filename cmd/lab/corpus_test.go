@@ -106,7 +106,7 @@ func corpus() []corpusCase {
 		{"yaml", "alias without anchor", with("producers: [1, 2]", "producers: *p"), nil, run, "*p: no &p anchor above it", 8, 1},
 
 		// Zero is a value, never "unset".
-		{"zero", "duration 0s", with("duration: 2s", "duration: 0s"), nil, run, "duration 0s: want at least 1s (one sample a second)", 10, 1},
+		{"zero", "duration 0s", with("duration: 2s", "duration: 0s"), nil, run, "duration 0s: want at least 100ms (one sample)", 10, 1},
 		{"zero", "boots 0", with("boots: 2", "boots: 0"), nil, run, "boots 0: want at least 1", 9, 1},
 		{"zero", "producers 1.5", with("producers: [1, 2]", "producers: [1.5]"), nil, run, "matrix.producers: 1.5 is not a whole number: write e.g. producers: [1, 2]", 8, 1},
 		{"zero", "empty producers", with("producers: [1, 2]", "producers: []"), nil, run, "matrix.producers is an empty list: give at least one item", 8, 1},
@@ -183,7 +183,7 @@ func corpus() []corpusCase {
 
 		// Flags, on the good lab.
 		{"flags", "flag twice", "", nil, "run LAB --boots 2 --boots 3", `invalid value "3" for flag -boots: given twice: give it once`, 0, 2},
-		{"flags", "--duration 0", "", nil, "run LAB --duration 0", "with the command-line flags: duration 0s: want at least 1s (one sample a second)", 0, labFlagCode},
+		{"flags", "--duration 0", "", nil, "run LAB --duration 0", "with the command-line flags: duration 0s: want at least 100ms (one sample)", 0, labFlagCode},
 		{"flags", "-j -4", "", nil, "run LAB -j -4", "-j -4: want 1 or more build jobs", 0, 2},
 		{"flags", "--boots 99999999999999999999", "", nil, "run LAB --boots 99999999999999999999", `invalid value "99999999999999999999" for flag -boots: "99999999999999999999" is too large: at most 2147483647`, 0, 2},
 		{"flags", "--producers 1.5", "", nil, "run LAB --producers 1.5", `invalid value "1.5" for flag -producers: "1.5" is not a whole number`, 0, 2},

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"lab/initramfs/protocol"
 	"lab/internal/arch"
 	"lab/internal/benchmark"
 )
@@ -43,5 +44,30 @@ func TestAgentRunsTheWholeTable(t *testing.T) {
 	}
 	if _, err := planFor("no-such-bench"); err == nil {
 		t.Error("an unknown benchmark was planned")
+	}
+}
+
+// A section is as disturbed as its worst sample.
+func TestDisturbed(t *testing.T) {
+	clean := protocol.Sample{IntervalNS: 1e9, ProducerNS: 1e9 - 100e3}
+	hit := protocol.Sample{IntervalNS: 1e9, ProducerNS: 1e9 - 464e3}
+	two := protocol.Sample{IntervalNS: 1e9, ProducerNS: 2e9 - 2*100e3}
+	for _, tc := range []struct {
+		samples   []protocol.Sample
+		producers int
+		want      int64
+	}{
+		{nil, 1, 0},
+		{[]protocol.Sample{clean}, 1, 100e3},
+		{[]protocol.Sample{clean, hit, clean}, 1, 464e3},
+		{[]protocol.Sample{two}, 2, 100e3},
+		{[]protocol.Sample{{IntervalNS: 1e9}}, 1, 0}, // no producer time recorded
+	} {
+		if got := disturbed(tc.samples, tc.producers); got != tc.want {
+			t.Errorf("%+v at %d producers: %d ns, want %d", tc.samples, tc.producers, got, tc.want)
+		}
+	}
+	if disturbed([]protocol.Sample{hit}, 1) <= protocol.MaxElsewhereNS || disturbed([]protocol.Sample{clean}, 1) > protocol.MaxElsewhereNS {
+		t.Errorf("the disturbed sample measured in a guest (464 µs elsewhere) and a clean one (100 µs) fall on the wrong sides of %d ns", protocol.MaxElsewhereNS)
 	}
 }

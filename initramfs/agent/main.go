@@ -88,6 +88,7 @@ func run() (err error) {
 	if err != nil {
 		return fail(err)
 	}
+	h.Method = j.Method()
 	send(protocol.Record{Type: protocol.TypeHello, Hello: h})
 
 	runJob(j, send)
@@ -223,7 +224,7 @@ func openPort() (*os.File, error) {
 }
 
 func hello(start float64) *protocol.Hello {
-	h := &protocol.Hello{Method: protocol.Method, UptimeS: start}
+	h := &protocol.Hello{UptimeS: start}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Release = unix.ByteSliceToString(u.Release[:])

@@ -100,39 +100,77 @@ func withProducers(p int, job protocol.Job, loop string, f func(*producers) erro
 	return sampler(func() error { return f(pr) })
 }
 
-// measure runs p producers and samples once a second, timing each interval,
-// as the kernel's bench does. hits counts what the benchmark measures (probe
-// hits); nil means the producers' own calls.
+// measure runs p producers and samples once each job.Sample() (a second,
+// as the kernel's bench does, unless the job says less), timing each
+// interval. hits counts what the benchmark measures (probe hits); nil
+// means the producers' own calls. A measured sample the producers did not
+// have to themselves (deferred kernel work landed in it:
+// protocol.MaxElsewhereNS) is taken again, up to job.Retakes times; the
+// least disturbed try is kept, the others recorded as Retaken. A retake
+// carries none of the producers' start, which the first sample does:
+// uprobe-nop's retaken second read 0.003 % above a clean first one under
+// icount, well within the floor.
 func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64, error), loop string) error {
 	return withProducers(p, job, loop, func(pr *producers) error {
 		prev, err := pr.read(hits)
 		if err != nil {
 			return err
 		}
-		for i := 0; i < job.WarmupS+job.DurationS; i++ {
-			if err := sleepUntil(prev.atNS + 1e9); err != nil {
-				return err
+		next := func() (protocol.Sample, error) {
+			if err := sleepUntil(prev.atNS + job.Sample().Nanoseconds()); err != nil {
+				return protocol.Sample{}, err
 			}
 			if err := pr.stopped(); err != nil {
-				return err
+				return protocol.Sample{}, err
 			}
 			r, err := pr.read(hits)
 			if err != nil {
+				return protocol.Sample{}, err
+			}
+			s := sample(prev, r)
+			prev = r
+			return s, nil
+		}
+		for i := 0; i < job.WarmupSamples; i++ {
+			s, err := next()
+			if err != nil {
 				return err
 			}
-			if i < job.WarmupS {
-				res.Warmup = append(res.Warmup, sample(prev, r))
-			} else {
-				res.Samples = append(res.Samples, sample(prev, r))
+			res.Warmup = append(res.Warmup, s)
+		}
+		for i := 0; i < job.Samples; i++ {
+			s, err := next()
+			if err != nil {
+				return err
 			}
-			prev = r
+			for try := 0; try < job.Retakes && disturbed([]protocol.Sample{s}, p) > protocol.MaxElsewhereNS; try++ {
+				again, err := next()
+				if err != nil {
+					return err
+				}
+				if disturbed([]protocol.Sample{again}, p) < disturbed([]protocol.Sample{s}, p) {
+					s, again = again, s
+				}
+				res.Retaken = append(res.Retaken, again)
+			}
+			res.Samples = append(res.Samples, s)
 		}
 		return nil
 	})
 }
 
+// disturbed is the most time, per producer, any of the samples gave to the
+// rest of the guest.
+func disturbed(samples []protocol.Sample, producers int) int64 {
+	var most int64
+	for _, s := range samples {
+		most = max(most, s.ElsewhereNS(producers))
+	}
+	return most
+}
+
 // probeFree measures the benchmark's loop before the probe is attached: one
-// second after a short warm-up, so a table can show the probe's own cost.
+// sample after a short warm-up, so a table can show the probe's own cost.
 func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
 	var s protocol.Sample
 	err := withProducers(p, job, loop, func(pr *producers) error {
@@ -143,7 +181,7 @@ func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
 		if err != nil {
 			return err
 		}
-		if err := sleepUntil(a.atNS + 1e9); err != nil {
+		if err := sleepUntil(a.atNS + job.Sample().Nanoseconds()); err != nil {
 			return err
 		}
 		if err := pr.stopped(); err != nil {

@@ -28,7 +28,7 @@ func toolArgs(tool, name string, p int, job protocol.Job) ([]string, bool) {
 	if !ok || b.Upstream == "" || tool != benchmark.BPFBench {
 		return nil, false
 	}
-	args := []string{"-w", fmt.Sprint(job.WarmupS), "-d", fmt.Sprint(job.DurationS), "-p", fmt.Sprint(p)}
+	args := []string{"-w", fmt.Sprint(job.WarmupSamples), "-d", fmt.Sprint(job.Samples), "-p", fmt.Sprint(p)}
 	if job.Affinity {
 		args = append(args, "-a")
 	}
@@ -38,7 +38,12 @@ func toolArgs(tool, name string, p int, job protocol.Job) ([]string, bool) {
 // runTool measures a benchmark again with a guest tool.
 func runTool(tool, name string, p int, job protocol.Job, args []string) *protocol.Result {
 	res := &protocol.Result{Benchmark: name, Producers: p, Tool: tool}
-	total := job.WarmupS + job.DurationS
+	if job.Sample() != time.Second {
+		// bench samples once a second; the lab file's check refuses this.
+		res.Error = fmt.Sprintf("bench samples once a second, not every %v", job.Sample())
+		return res
+	}
+	total := job.WarmupSamples + job.Samples
 	res.Attach = "bench " + strings.Join(args, " ")
 	// bench runs warm-up + duration + 1 one-second iterations; a bench
 	// that never ends (a stuck attach) must not stop the boot's others.
@@ -53,7 +58,7 @@ func runTool(tool, name string, p int, job protocol.Job, args []string) *protoco
 		res.Error = fmt.Sprintf("bench %s: %v: %s", strings.Join(args, " "), err, strings.Join(lines(stderr.String(), 8), " | "))
 		return res
 	}
-	if perr := parseBench(res, stdout.String(), job.WarmupS); perr != nil {
+	if perr := parseBench(res, stdout.String(), job.WarmupSamples); perr != nil {
 		res.Error = perr.Error()
 	}
 	return res

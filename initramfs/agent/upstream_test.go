@@ -59,12 +59,21 @@ func TestParseBenchRefusesWhatItCannotRead(t *testing.T) {
 }
 
 func TestToolArgsMirrorTheJob(t *testing.T) {
-	job := protocol.Job{WarmupS: 2, DurationS: 10, Affinity: true}
+	job := protocol.Job{WarmupSamples: 2, Samples: 10, Affinity: true}
 	args, ok := toolArgs("bpf-bench", "uretprobe-push", 4, job)
 	if want := "-w 2 -d 10 -p 4 -a trig-uretprobe-push"; !ok || strings.Join(args, " ") != want {
 		t.Errorf("args %q, want %q", args, want)
 	}
 	if _, ok := toolArgs("bpf-bench", "kretprobe-flock", 1, job); ok {
 		t.Error("kretprobe-flock has no upstream benchmark, but bench was asked for it")
+	}
+}
+
+// bench samples once a second: a job of shorter samples is refused before
+// bench runs, not measured at a length it did not ask for.
+func TestToolRefusesShortSamples(t *testing.T) {
+	res := runTool("bpf-bench", "uprobe-nop", 1, protocol.Job{Samples: 1, SampleMS: 500}, []string{"-d", "1", "trig-uprobe-nop"})
+	if !strings.Contains(res.Error, "once a second, not every 500ms") {
+		t.Errorf("error %q, want bench's one-second samples named", res.Error)
 	}
 }

@@ -201,7 +201,7 @@ func (b *bisector) do(ctx context.Context) error {
 
 // searchMode is how the search judges this bisect's boots.
 func (b *bisector) searchMode() Mode {
-	mode := Mode{ICount: b.plan.Clock == results.ClockICount, MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	mode := Mode{ICount: b.plan.Clock == results.ClockICount, Sample: b.plan.Job.Sample(), MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
 	// Under icount one image gives one figure (docs/validation.md): the
 	// figures of the ends queued from before this bisect (the history's)
 	// stand for them, and another boot of an end would only repeat one.
@@ -257,7 +257,7 @@ func (b *bisector) record(res *Result) {
 func Record(bi *results.Bisect, res *Result, steps []results.BisectStep, each bool) {
 	bi.Each, bi.Outcome, bi.Culprit, bi.First = each, res.Outcome, res.Culprit, res.First
 	bi.Change, bi.Own, bi.Explains, bi.Notes, bi.Boots = res.Change, res.Own, res.Explains, res.Notes, res.Measured
-	bi.FloorPct, bi.LikePct = res.FloorPct, res.LikePct
+	bi.FloorPct, bi.MinFloorPct, bi.LikePct = res.FloorPct, res.MinFloor, res.LikePct
 	for k := range steps {
 		st := &steps[k]
 		if k < len(res.Steps) {

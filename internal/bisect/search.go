@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"lab/internal/results"
 	"lab/internal/stats"
@@ -55,6 +56,9 @@ type Mode struct {
 	// ICount: figures are path lengths that repeat to ~0.01 %: one boot a
 	// step, a second when the first is near an end (3× the floor).
 	ICount bool
+	// Sample is the agent's sample length under icount (0: a second):
+	// shorter samples widen the least floor (verdict.MinICountFloorPctFor).
+	Sample time.Duration
 	// MinBoots per step and per end under the wall clock (the U test
 	// cannot reach 0.05 with fewer than 4), doubled while a step is
 	// unclear, up to MaxBoots.
@@ -124,6 +128,7 @@ type Result struct {
 	Steps    []Step
 	Change   stats.Change // bad end against good end
 	FloorPct float64      // icount: the smallest change the controls let us resolve
+	MinFloor float64      // icount: the least FloorPct can be, for the sample length
 	LikePct  float64      // icount: a step this near an end is like it (verdict.LikeEndPct)
 	Own      stats.Change // the culprit step against the step before it
 	Explains float64      // the culprit's own change over the whole change
@@ -449,7 +454,8 @@ func (s *search) floor() float64 {
 		}
 		controls = append(controls, variant.Pair[stats.Summary]{Baseline: stats.Summarize(g), Patched: stats.Summarize(b)})
 	}
-	return verdict.ICountFloor(verdict.MinICountFloorPct, controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
+	s.res.MinFloor = verdict.MinICountFloorPctFor(s.mode.Sample)
+	return verdict.ICountFloor(s.res.MinFloor, controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
 }
 
 func controlValues(obs []Obs, name string) []float64 {

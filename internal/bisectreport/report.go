@@ -311,7 +311,11 @@ func judgedBy(bi *results.Bisect) string {
 		if like == 0 { // recorded before like_pct existed
 			like = bi.FloorPct
 		}
-		return fmt.Sprintf("judged under icount: one boot a step (two when near an end), a step is like an end when within %.3f %% of it (the larger of the %.3f %% floor — 3× the controls' spread and change, at least %.3f %% — and a tenth of the ends' change)", like, bi.FloorPct, verdict.MinICountFloorPct)
+		least := bi.MinFloorPct
+		if least == 0 { // recorded before min_floor_pct existed
+			least = verdict.MinICountFloorPct
+		}
+		return fmt.Sprintf("judged under icount: one boot a step (two when near an end), a step is like an end when within %.3f %% of it (the larger of the %.3f %% floor — 3× the controls' spread and change, at least %.3f %% — and a tenth of the ends' change)", like, bi.FloorPct, least)
 	}
 	return "judged under the wall clock: boots of each step interleaved with boots of the ends, Mann-Whitney U against each end at 0.05, more boots while unclear"
 }

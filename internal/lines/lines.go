@@ -23,9 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
 	"lab/internal/changepoint"
 	"lab/internal/history"
+	"lab/internal/verdict"
 )
 
 // Options say what to read and how surely a change is reported.
@@ -174,6 +176,8 @@ func detectOptions(k history.LineKey, minPct float64) changepoint.Options {
 		o = changepoint.ICountGoProducers()
 	case k.Clock == history.ClockICount:
 		o = changepoint.ICount()
+		// The floor a verdict has for this method's sample length.
+		o.MinPct = verdict.MinICountFloorPctFor(protocol.MethodSample(k.Method))
 	}
 	if minPct >= 0 {
 		o.MinPct = minPct

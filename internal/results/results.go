@@ -596,23 +596,26 @@ func (f Figure) Of(b Boot) (float64, bool) {
 // Bisect is the record of a lab bisect: the figure it followed, what it
 // learnt of every step, and its answer. The boots are the run's Boots.
 type Bisect struct {
-	Range    string       `json:"range"` // what was bisected: a series and its mode, or a git range
-	Each     bool         `json:"each,omitempty"`
-	Figure   Figure       `json:"figure"`
-	Chosen   string       `json:"chosen"`             // why this figure
-	Clock    string       `json:"clock"`              // icount or wall: how steps were judged
-	Parallel int          `json:"parallel,omitempty"` // boots at once (icount); 0 or 1: one at a time
-	FloorPct float64      `json:"floor_pct,omitempty"`
-	LikePct  float64      `json:"like_pct,omitempty"` // icount: a step this near an end is like it
-	Steps    []BisectStep `json:"steps"`
-	Outcome  string       `json:"outcome"` // culprit, no change, range, unclear, attributed; Tracked for a track
-	Culprit  int          `json:"culprit"` // the step; First..Culprit when a range
-	First    int          `json:"first"`
-	Change   stats.Change `json:"change"`   // bad end against good end
-	Own      stats.Change `json:"own"`      // the culprit against the step before it
-	Explains float64      `json:"explains"` // the culprit's share of the change
-	Notes    []string     `json:"notes,omitempty"`
-	Boots    int          `json:"boots"` // boots spent
+	Range    string  `json:"range"` // what was bisected: a series and its mode, or a git range
+	Each     bool    `json:"each,omitempty"`
+	Figure   Figure  `json:"figure"`
+	Chosen   string  `json:"chosen"`             // why this figure
+	Clock    string  `json:"clock"`              // icount or wall: how steps were judged
+	Parallel int     `json:"parallel,omitempty"` // boots at once (icount); 0 or 1: one at a time
+	FloorPct float64 `json:"floor_pct,omitempty"`
+	// MinFloorPct is the least FloorPct could be: 0.01 % for 1 s samples,
+	// more for shorter ones (0 in records from before it: 0.01 %).
+	MinFloorPct float64      `json:"min_floor_pct,omitempty"`
+	LikePct     float64      `json:"like_pct,omitempty"` // icount: a step this near an end is like it
+	Steps       []BisectStep `json:"steps"`
+	Outcome     string       `json:"outcome"` // culprit, no change, range, unclear, attributed; Tracked for a track
+	Culprit     int          `json:"culprit"` // the step; First..Culprit when a range
+	First       int          `json:"first"`
+	Change      stats.Change `json:"change"`   // bad end against good end
+	Own         stats.Change `json:"own"`      // the culprit against the step before it
+	Explains    float64      `json:"explains"` // the culprit's share of the change
+	Notes       []string     `json:"notes,omitempty"`
+	Boots       int          `json:"boots"` // boots spent
 	// Earlier counts the figures of the ends taken from boots before this
 	// bisect (the history's, or an earlier lab bisect --run's): not spent.
 	Earlier int `json:"earlier,omitempty"`

@@ -44,7 +44,7 @@ func checkFigures(path string, r *Run) error {
 			empty++
 		}
 		for _, res := range b.Results {
-			samples := append(append([]protocol.Sample(nil), res.Warmup...), res.Samples...)
+			samples := append(append(append([]protocol.Sample(nil), res.Warmup...), res.Samples...), res.Retaken...)
 			if res.ProbeFree != nil {
 				samples = append(samples, *res.ProbeFree)
 			}
@@ -183,8 +183,8 @@ func (r *Run) kernelList() string {
 
 // checkSamples refuses figures no guest writes: a result that ran (no
 // error, supported) without a sample, and a variant whose delivered boots
-// counted nothing at all. The agent takes one sample a second or says why
-// not, and the controls it runs beside every benchmark count their own
+// counted nothing at all. The agent takes its samples (one a second, or
+// one of a shorter duration) or says why not, and the controls it runs beside every benchmark count their own
 // loops, whatever the kernel does.
 func checkSamples(r *Run) error {
 	counted := map[variant.Variant]bool{}
@@ -199,7 +199,7 @@ func checkSamples(r *Run) error {
 				continue
 			}
 			if len(res.Samples) == 0 {
-				return fmt.Errorf("%s: %s at %d producers ran but has no samples (the agent takes one a second, or says why not)", bootName(b), res.Benchmark, res.Producers)
+				return fmt.Errorf("%s: %s at %d producers ran but has no samples (the agent takes every one it is asked for, or says why not)", bootName(b), res.Benchmark, res.Producers)
 			}
 			for _, s := range res.Samples {
 				if s.Hits > 0 {

@@ -51,7 +51,7 @@ func TestBootPanicIsReported(t *testing.T) {
 			if tc.tscKHz == 0 && tc.machine == "microvm" {
 				t.Skip("the host's TSC rate is unknown here: no TCG guest boots on microvm")
 			}
-			cfg := runtest.BootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 1})
+			cfg := runtest.BootConfig(t, kernel, empty, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 1})
 			cfg.TSCkHz = tc.tscKHz
 			if got := cfg.Machine().Name(); got != tc.machine {
 				t.Fatalf("the guest boots on %s, want %s", got, tc.machine)
@@ -71,7 +71,7 @@ func TestBootPanicIsReported(t *testing.T) {
 func TestBootPinsVCPUs(t *testing.T) {
 	e2e(t)
 	kernel, initrd := runtest.BuiltKernel(t)
-	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, Samples: 1})
 	host := runtime.NumCPU() - 1 // the last host CPU
 	cfg.Pin = []int{host}
 	out, err := vm.Boot(context.Background(), cfg, 2*time.Minute, nil)
@@ -88,7 +88,7 @@ func TestBootPinsVCPUs(t *testing.T) {
 func TestBootDeadline(t *testing.T) {
 	e2e(t)
 	kernel, initrd := runtest.BuiltKernel(t)
-	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 600})
 	start := time.Now()
 	// 5 s: before the agent's hello or after it, the guest is stopped as
 	// hung; a longer deadline was guest time spent running uprobe-nop.
@@ -106,7 +106,7 @@ func TestBootDeadline(t *testing.T) {
 func TestBootInterrupt(t *testing.T) {
 	e2e(t)
 	kernel, initrd := runtest.BuiltKernel(t)
-	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+	cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 600})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// Cancel once the agent has said hello.
@@ -145,7 +145,7 @@ func TestBootQEMUSignalledFromOutside(t *testing.T) {
 		{"with lab's cancel", true, results.FailInterrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 600})
+			cfg := runtest.BootConfig(t, kernel, initrd, protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 600})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {

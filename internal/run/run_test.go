@@ -433,7 +433,7 @@ func TestDeadline(t *testing.T) {
 	x86, _ := arch.Lookup("x86_64")
 	arm, _ := arch.Lookup("arm64")
 	tcg := vm.Accel{Name: results.TCG}
-	job := protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}
+	job := protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 5, WarmupSamples: 1}
 	boot, quiet := testbed.Deadline(x86, 2, tcg, results.ClockWall, job, 2)
 	if boot < 60*time.Second || boot > 5*time.Minute || quiet < 12*time.Second {
 		t.Errorf("2 vCPUs: boot %v, quiet %v", boot, quiet)
@@ -452,7 +452,7 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("96 vCPUs on a small host: quiet %v, 2 vCPUs %v", armQuiet, quiet)
 	}
 	long := job
-	long.DurationS = 600
+	long.Samples = 600
 	if _, d := testbed.Deadline(x86, 2, tcg, results.ClockWall, long, 2); d < 600*time.Second {
 		t.Errorf("a 600 s benchmark gets a %v deadline", d)
 	}

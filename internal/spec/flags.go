@@ -40,7 +40,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Producers, "producers", "producer counts, comma-separated")
 	fs.Var(&f.Benchmarks, "benchmarks", "benchmarks, comma-separated (lab benchmarks lists them)")
 	fs.Var(&f.Boots, "boots", "boots per variant")
-	fs.Var(&f.Duration, "duration", "measured time per benchmark (one sample a second), e.g. 5s")
+	fs.Var(&f.Duration, "duration", "measured time per benchmark (one sample a second; under 1s, one sample that long), e.g. 5s or 500ms")
 	fs.Var(&f.Warmup, "warmup", "warm-up time per benchmark, dropped (0: none)")
 	fs.Var(&f.Measure, "measure", "clock: auto, wall or icount")
 	fs.Var(&f.NoControls, "no-controls", "do not add the usermode-count and syscall-count controls to each boot")

@@ -74,7 +74,7 @@ func TestFlagsReject(t *testing.T) {
 		args []string
 		want string // in the parse or the apply error
 	}{
-		{[]string{"--duration", "0"}, "duration 0s: want at least 1s"},
+		{[]string{"--duration", "0"}, "duration 0s: want at least 100ms"},
 		{[]string{"--boots", "0"}, "boots 0: want at least 1"},
 		{[]string{"--producers", "1.5"}, `"1.5" is not a whole number`},
 		{[]string{"--boots", "99999999999999999999"}, `"99999999999999999999" is too large: at most 2147483647`},

@@ -52,21 +52,39 @@ func readHost(meminfo string) Host {
 // plan; lab says what would fit instead of starting it.
 const MaxMeasure = 24 * time.Hour
 
-// validateTimes checks duration and warm-up: whole seconds (the guest takes
-// one sample a second and is told whole seconds: 1.5s would become 1s), and
-// a run that measures for at most MaxMeasure, booting each of its kernels
-// (2: baseline and patched; a lab of several, one more per series).
+// MinSample is the shortest sample lab takes. Under icount a sample
+// shorter than a second repeats as well as a second does (the guest's
+// clock is its instruction count) and costs the host less, but the
+// one-off cost of the producers' start is a larger share of it: the icount
+// floor grows as the sample shortens (verdict.MinICountFloorPctFor), 0.1 %
+// at this length.
+const MinSample = 100 * time.Millisecond
+
+// Sample is one sample's length: a second, as the kernel's bench samples,
+// or the whole duration when that is shorter (one sample).
+func (m *Matrix) Sample() time.Duration { return min(m.Duration.Duration, time.Second) }
+
+// validateTimes checks duration and warm-up: whole samples (the guest is
+// told a number of samples: 1.5s would become 1s), and a run that measures
+// for at most MaxMeasure, booting each of its kernels (2: baseline and
+// patched; a lab of several, one more per series).
 func (m *Matrix) validateTimes(at func(msg string, keys ...string) error, kernels int) error {
-	d, w := m.Duration.Duration, m.Warmup.Duration
+	d, w, iv := m.Duration.Duration, m.Warmup.Duration, m.Sample()
 	switch {
-	case d < time.Second:
-		return at(fmt.Sprintf("duration %v: want at least 1s (one sample a second)", d), "matrix", "duration")
-	case d%time.Second != 0:
+	case d < MinSample:
+		return at(fmt.Sprintf("duration %v: want at least %v (one sample)", d, MinSample), "matrix", "duration")
+	case d < time.Second && d%time.Millisecond != 0:
+		return at(fmt.Sprintf("duration %v: lab measures whole milliseconds: write %v", d, d.Round(time.Millisecond)), "matrix", "duration")
+	case d%iv != 0:
 		return at(fmt.Sprintf("duration %v: lab measures whole seconds (one sample a second): write %v or %v", d, d.Truncate(time.Second), d.Truncate(time.Second)+time.Second), "matrix", "duration")
 	case w < 0:
 		return at(fmt.Sprintf("warmup %v: want 0 (no warm-up) or more", w), "matrix", "warmup")
-	case w%time.Second != 0:
-		return at(fmt.Sprintf("warmup %v: lab warms up whole seconds: write %v or %v", w, w.Truncate(time.Second), w.Truncate(time.Second)+time.Second), "matrix", "warmup")
+	case w%iv != 0:
+		unit := "whole seconds"
+		if iv != time.Second {
+			unit = fmt.Sprintf("whole samples of %v", iv)
+		}
+		return at(fmt.Sprintf("warmup %v: lab warms up %s: write %v or %v", w, unit, w.Truncate(iv), w.Truncate(iv)+iv), "matrix", "warmup")
 	}
 	units := m.measureUnits()
 	total := float64(m.Boots) * float64(kernels) * units * (d + w).Seconds()
@@ -101,7 +119,7 @@ func (m *Matrix) whatFits(units float64, kernels int) string {
 	var ok []string
 	perBoot := float64(kernels) * units
 	if d := math.Floor(MaxMeasure.Seconds()/(float64(m.Boots)*perBoot)) - m.Warmup.Seconds(); d >= 1 {
-		ok = append(ok, fmt.Sprintf("duration: %s", short(time.Duration(min(d, m.Duration.Seconds()))*time.Second)))
+		ok = append(ok, fmt.Sprintf("duration: %s", short(time.Duration(min(d, m.Duration.Seconds())*float64(time.Second)))))
 	}
 	if b := math.Floor(MaxMeasure.Seconds() / (perBoot * (m.Duration.Seconds() + m.Warmup.Seconds()))); b >= 1 {
 		ok = append(ok, fmt.Sprintf("boots: %d", int(min(b, float64(m.Boots)))))

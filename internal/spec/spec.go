@@ -371,6 +371,9 @@ func (l *Lab) validate(d *doc) error {
 		if _, err := benchmark.LookupTool(name); err != nil {
 			return at(err.Error(), "tools", fmt.Sprint(i))
 		}
+		if l.Matrix.Sample() != time.Second {
+			return at(fmt.Sprintf("tools: %s samples once a second: give a duration of whole seconds, not %v", name, l.Matrix.Duration.Duration), "matrix", "duration")
+		}
 	}
 	if why := badRegexp(l.Watch.Subject); why != "" {
 		return at(fmt.Sprintf("watch: subject %q: not a regular expression: %s", l.Watch.Subject, why), "watch", "subject")

@@ -119,19 +119,7 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 				p.Pin, p.PinNote = nil, "not pinned: single-threaded TCG"
 				p.Caveats = append(p.Caveats, fmt.Sprintf("single-threaded TCG: the %d vCPUs take turns on one host thread (it boots faster than a thread per vCPU on %d host CPUs); no two vCPUs run at once", shape.CPUs, h.CPUs))
 			}
-			affinity := true
-			if m.Affinity != nil {
-				affinity = *m.Affinity
-			}
-			p.Job = protocol.Job{
-				Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(shape.CPUs), Affinity: affinity,
-				DurationS: int(m.Duration.Seconds()), WarmupS: int(m.Warmup.Seconds()), MaxActive: m.MaxActive, Tools: lab.Tools,
-			}
-			if clock == results.ClockICount {
-				// Free under icount; under the wall clock it would cost
-				// real seconds per benchmark for less than the noise.
-				p.Job.SettleMS = ICountSettleMS
-			}
+			p.Job = job(lab, shape.CPUs, clock)
 			p.BootDeadline, p.Quiet = Deadline(a, shape.CPUs, accel, clock, p.Job, h.CPUs)
 			plans = append(plans, p)
 		}
@@ -139,11 +127,41 @@ func Plan(lab *spec.Lab, h Host) ([]ShapePlan, error) {
 	return plans, nil
 }
 
+// job is what the agent runs in a boot of one shape.
+func job(lab *spec.Lab, cpus int, clock string) protocol.Job {
+	m := &lab.Matrix
+	affinity := true
+	if m.Affinity != nil {
+		affinity = *m.Affinity
+	}
+	j := protocol.Job{
+		Benchmarks: m.JobBenchmarks(), Producers: m.ProducersFor(cpus), Affinity: affinity,
+		Samples: int(m.Duration.Duration / m.Sample()), WarmupSamples: int(m.Warmup.Duration / m.Sample()),
+		MaxActive: m.MaxActive, Tools: lab.Tools,
+	}
+	if m.Sample() != time.Second {
+		j.SampleMS = int(m.Sample().Milliseconds())
+	}
+	if clock == results.ClockICount {
+		// Free under icount; under the wall clock it would cost
+		// real seconds per benchmark for less than the noise.
+		j.SettleMS = ICountSettleMS
+		j.Retakes = ICountRetakes
+	}
+	return j
+}
+
 // ICountSettleMS is the guest's idle settle before each measured section
 // under icount: with it, boots of one kernel that drew different random
 // streams agreed within 0.0002 % on uprobe-nop; without it, 0.011 %
 // (docs/validation.md).
 const ICountSettleMS = 1000
+
+// ICountRetakes is how many times an icount sample that deferred kernel
+// work landed in (protocol.MaxElsewhere) is taken again. Under icount such
+// work falls where the image's instruction count puts it, so an image
+// without a code change could read 0.045 % apart from its parent's.
+const ICountRetakes = 2
 
 // ParallelCaveat marks wall-clock figures of guests that ran side by side.
 const ParallelCaveat = "parallel wall-clock boots: %d guests ran at once and slowed each other; compare only within this run"
@@ -196,7 +214,7 @@ func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.
 	if accel.Name == results.TCG {
 		boot += time.Duration(cpus) * a.TCGBootPerCPU
 	}
-	record := time.Duration(2*(job.DurationS+job.WarmupS)+8)*time.Second + 2*time.Duration(job.SettleMS)*time.Millisecond
+	record := time.Duration(2*(job.Samples+job.WarmupSamples))*job.Sample() + 8*time.Second + 2*time.Duration(job.SettleMS)*time.Millisecond
 	stretch := 3
 	switch {
 	case clock == results.ClockICount:

@@ -7,6 +7,7 @@ import (
 	"lab/internal/topology"
 	"lab/internal/vm"
 	"testing"
+	"time"
 )
 
 func TestCheckGuest(t *testing.T) {
@@ -49,6 +50,34 @@ func TestChooseClock(t *testing.T) {
 	} {
 		if got := chooseClock(tc.measure, tc.accel, tc.cpus); got != tc.want {
 			t.Errorf("chooseClock(%s, %s, %d) = %s, want %s", tc.measure, tc.accel.Name, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// A duration under a second is one sample that long, the warm-up whole
+// samples of it; from a second up, one sample a second as before.
+func TestJobSamples(t *testing.T) {
+	for _, tc := range []struct {
+		duration, warmup                 time.Duration
+		sampleMS, samples, warmupSamples int
+	}{
+		{5 * time.Second, time.Second, 0, 5, 1},
+		{time.Second, 0, 0, 1, 0},
+		{500 * time.Millisecond, 0, 500, 1, 0},
+		{500 * time.Millisecond, time.Second, 500, 1, 2},
+	} {
+		lab := &spec.Lab{Matrix: spec.Matrix{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}}}
+		lab.Matrix.Duration.Duration, lab.Matrix.Warmup.Duration = tc.duration, tc.warmup
+		j := job(lab, 1, results.ClockICount)
+		if j.SampleMS != tc.sampleMS || j.Samples != tc.samples || j.WarmupSamples != tc.warmupSamples {
+			t.Errorf("duration %v, warm-up %v: job samples %d×%dms + %d warm-up, want %d×%dms + %d", tc.duration, tc.warmup,
+				j.Samples, j.SampleMS, j.WarmupSamples, tc.samples, tc.sampleMS, tc.warmupSamples)
+		}
+		if got := j.Sample() * time.Duration(j.Samples); got != tc.duration {
+			t.Errorf("duration %v: the guest would measure %v", tc.duration, got)
+		}
+		if j.SettleMS != ICountSettleMS {
+			t.Errorf("icount job settles %d ms, want %d", j.SettleMS, ICountSettleMS)
 		}
 	}
 }

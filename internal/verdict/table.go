@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
@@ -160,6 +161,9 @@ type Table struct {
 	// (it named no protocol.Method), whose icount figures need the wider
 	// floor.
 	GoProducers bool `json:"go_producers,omitempty"`
+	// Sample is the shortest sample of the boots' agents when shorter
+	// than a second (protocol.MethodSample); it widens the icount floor.
+	Sample time.Duration `json:"sample_ns,omitempty"`
 }
 
 // MinVCPUShare is the share of a host CPU below which a producer's vCPU
@@ -263,6 +267,9 @@ func tables(boots []results.Boot, key func(results.Boot) shapeKey, driftFloor bo
 		*t.Boots.Ptr(b.Variant)++
 		if b.Method() == "" {
 			t.GoProducers = true
+		}
+		if s := protocol.MethodSample(b.Method()); s > 0 && s < time.Second && (t.Sample == 0 || s < t.Sample) {
+			t.Sample = s
 		}
 		host := hostID(b)
 		if !slices.Contains(t.Hosts, host) {

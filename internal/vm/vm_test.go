@@ -70,7 +70,7 @@ func TestArgs(t *testing.T) {
 		return Config{Arch: a, Kernel: "/k/Image", Initrd: "/k/initrd.cpio",
 			Shape: topology.Shape{CPUs: cpus, Sockets: 1, Clusters: 1, Cores: cpus, Threads: 1, MemoryMiB: 1024},
 			Accel: accel, Clock: clock, Dir: "/r/boot1", QMPPath: "/tmp/q.sock",
-			Job: protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, DurationS: 5, WarmupS: 1}}
+			Job: protocol.Job{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}, Samples: 5, WarmupSamples: 1}}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -147,7 +147,7 @@ func TestArgs(t *testing.T) {
 			}
 			i := slices.Index(args, "-append")
 			job, err := protocol.DecodeCmdline(args[i+1])
-			if err != nil || job.DurationS != 5 || job.Benchmarks[0] != "uprobe-nop" {
+			if err != nil || job.Samples != 5 || job.Benchmarks[0] != "uprobe-nop" {
 				t.Errorf("job on the command line: %+v, %v", job, err)
 			}
 			if !strings.Contains(args[i+1], "console="+tc.cfg.Arch.Console) {

@@ -59,7 +59,7 @@ matrix:
   benchmarks: [uprobe-nop]
   producers: [1]
   boots: 1
-  duration: 1s
+  duration: 250ms
   warmup: 0s
   controls: false # the faults are in the boots, not in the figures
   measure: %s
@@ -219,7 +219,7 @@ func TestFaultQEMUKilled(t *testing.T) {
 func TestFaultQEMUCannotStart(t *testing.T) {
 	e2e(t)
 	_, initrd := runtest.BuiltKernel(t)
-	cfg := runtest.BootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, DurationS: 1})
+	cfg := runtest.BootConfig(t, filepath.Join(t.TempDir(), "no-such-bzImage"), initrd, protocol.Job{Benchmarks: []string{"usermode-count"}, Producers: []int{1}, Samples: 1})
 	_, err := vm.Boot(context.Background(), cfg, time.Minute, nil)
 	var ie *vm.InfraError
 	if !errors.As(err, &ie) || results.FailureKind(err) != results.FailInfra || results.KernelFault(results.FailureKind(err)) {
