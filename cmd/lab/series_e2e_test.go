@@ -56,7 +56,7 @@ func TestSeriesFromAMailbox(t *testing.T) {
 			results := t.TempDir()
 			var stdout, stderr strings.Builder
 			code := runMainIn(ctx, []string{"run", "--series", mbx, "--accel", "tcg", "--cpus", "1", "--producers", "1", "--measure", "icount",
-				"--benchmarks", seed.benchmarks, "--no-controls", "--boots", "1", "--duration", "1s", "--warmup", "0s", "--cache", cache, "--results", results}, nil, &stdout, &stderr)
+				"--benchmarks", seed.benchmarks, "--no-controls", "--boots", "1", "--duration", "250ms", "--warmup", "0s", "--cache", cache, "--results", results}, nil, &stdout, &stderr)
 			t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 			if code != 0 {
 				t.Fatalf("exit %d", code)

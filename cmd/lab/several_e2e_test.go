@@ -49,7 +49,7 @@ func TestSeveralSeriesInOneRun(t *testing.T) {
 		var stdout, stderr strings.Builder
 		args := append([]string{command, "--series", filepath.Join(dirs, "v1"), "--series", filepath.Join(dirs, "v2"),
 			"--accel", "tcg", "--arch", "x86_64", "--cpus", "1", "--producers", "1", "--measure", "wall",
-			"--benchmarks", "uprobe-nop,syscall-count", "--no-controls", "--boots", "2", "--duration", "1s",
+			"--benchmarks", "uprobe-nop,syscall-count", "--no-controls", "--boots", "2", "--duration", "250ms",
 			// No warm-up: the test reads that every row has figures, not how
 			// they compare, and a warm-up second would be a third of each boot.
 			"--warmup", "0s", "--cache", cache, "--results", results}, more...)

@@ -242,7 +242,7 @@ matrix:
   benchmarks: [usermode-count]
   producers: [1]
   boots: 1
-  duration: 1s
+  duration: 250ms
   warmup: 0s
   controls: false
   measure: wall # the tests read exit codes and processes, not figures

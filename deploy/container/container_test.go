@@ -139,7 +139,7 @@ func TestNodeImage(t *testing.T) {
 
 	start = time.Now()
 	boot := runIn(append([]string{"lab", "run", "--boots", "1", "--benchmarks", "uprobe-nop", "--producers", "1",
-		"--duration", "1s", "--warmup", "0", "--no-controls", "--no-build", "--results", "/results"}, tiny...)...)
+		"--duration", "250ms", "--warmup", "0", "--no-controls", "--no-build", "--results", "/results"}, tiny...)...)
 	t.Logf("lab run in the image (%s):\n%s", time.Since(start).Round(time.Second), boot)
 	if !strings.Contains(boot, "TCG icount") || !regexp.MustCompile(`(?m)^ uprobe-nop +1 +[0-9.]+ \(`).MatchString(boot) {
 		t.Errorf("the run printed no icount table with a uprobe-nop row")

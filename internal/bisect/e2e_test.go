@@ -64,7 +64,7 @@ matrix:
   benchmarks: [uprobe-nop]
   producers: [1]
   boots: 1
-  duration: 1s
+  duration: 250ms
   warmup: 0s
   controls: false # the bisect follows uprobe-nop; a control is a guest second a boot
   measure: icount
@@ -175,7 +175,7 @@ matrix:
   benchmarks: [uprobe-nop]
   producers: [1]
   boots: 1
-  duration: 1s
+  duration: 250ms
   warmup: 0s
   controls: false # the bisect follows uprobe-nop; a control is a guest second a boot
   measure: icount

@@ -27,7 +27,7 @@ import (
 // in the default cache after the other end-to-end tests.
 func smallLab() []string {
 	return []string{"labs/uprobe-srcu.yaml", "--shards", "2", "--arch", "x86_64", "--cpus", "1", "--benchmarks", "uprobe-nop", "--no-controls", "--measure", "wall",
-		"--producers", "1", "--boots", "2", "--duration", "1s", "--warmup", "0", "--parallel", "1", "--exclusive=false"}
+		"--producers", "1", "--boots", "2", "--duration", "250ms", "--warmup", "0", "--parallel", "1", "--exclusive=false"}
 }
 
 // The whole path on a real Slurm: lab submit slurm submits a build job, a
@@ -154,7 +154,7 @@ matrix:
   producers: [1]
   controls: false
   boots: 1
-  duration: 1s
+  duration: 250ms
   warmup: 0s
   measure: wall
 `), 0o644)

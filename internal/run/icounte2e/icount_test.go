@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
@@ -61,7 +60,7 @@ func TestICountOneImageOneFigure(t *testing.T) {
 	m := &lab.Matrix
 	m.CPUs, m.Producers = []int{1}, []int{1}
 	m.Benchmarks = []string{"uprobe-nop", "kretprobe"}
-	m.Duration.Duration, m.Warmup.Duration = time.Second, 0
+	m.Duration.Duration, m.Warmup.Duration = runtest.Duration, 0
 	runWith := func(boots, parallel int) *results.Run {
 		t.Helper()
 		m.Boots = boots
