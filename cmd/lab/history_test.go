@@ -233,7 +233,7 @@ func TestHistoryReport(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	want := []string{"bmf.json", "history.html", "history.md", "history.txt", "otava.csv", "regression-" + sha + ".txt"}
+	want := []string{"bmf.json", "changes.csv", "history.html", "history.md", "history.txt", "otava.csv", "regression-" + sha + ".txt"}
 	if strings.Join(names, " ") != strings.Join(want, " ") || !strings.Contains(stdout, "reports: ") {
 		t.Fatalf("files %v, want %v\n%s", names, want, stdout)
 	}

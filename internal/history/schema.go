@@ -96,11 +96,12 @@ var migrations = []migration{
 		PRIMARY KEY (run, variant))`}},
 	{"the list watcher's state", watchTables},
 	{"the list watcher's settled mails", watchSettled},
+	{"change-point annotations", []string{annotationsTable, `CREATE INDEX annotations_lab ON annotations (lab)`}},
 }
 
 // labTables are the tables the migrations make, besides schema_version.
 var labTables = []string{"runs", "boots", "figures", "commits", "culprits", "run_series",
-	"watch_cursors", "watch_mails", "watch_series", "watch_outbox"}
+	"watch_cursors", "watch_mails", "watch_series", "watch_outbox", "annotations"}
 
 // dialect is what differs between the two databases.
 type dialect struct {

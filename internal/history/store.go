@@ -302,9 +302,9 @@ func sameRun(ctx context.Context, tx *sql.Tx, q func(string) string, r *Run) (in
 	return id, nil
 }
 
-// SeriesKeys lists the series the history holds, of one lab or ("") of
-// every lab. Failed boots make no series.
-func (s *Store) SeriesKeys(ctx context.Context, lab string) ([]LineKey, error) {
+// LineKeys lists the lines the history holds, of one lab or ("") of
+// every lab. Failed boots make no line.
+func (s *Store) LineKeys(ctx context.Context, lab string) ([]LineKey, error) {
 	stmt := `SELECT DISTINCT r.lab, b.variant, f.benchmark, f.tool, f.producers, f.metric,
 		b.arch, b.cpus, b.topology, b.clock, b.accel, b.host_class, b.method
 		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
@@ -413,4 +413,19 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM boots), (SELECT COUNT(*) FROM figures)`).
 		Scan(&st.Runs, &st.Boots, &st.Figures)
 	return st, s.explain(err)
+}
+
+// Generation changes whenever what the history's analysis reads changes: a
+// boot, a culprit or an annotation added. A reader that keeps the analysis
+// (lab serve) compares it instead of reading every line again.
+func (s *Store) Generation(ctx context.Context) (string, error) {
+	var boots, notes int64
+	var culprits int
+	var culpritAdded string
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(id), 0) FROM boots), (SELECT COUNT(*) FROM culprits),
+		(SELECT COALESCE(MAX(added), '') FROM culprits), (SELECT COALESCE(MAX(id), 0) FROM annotations)`).Scan(&boots, &culprits, &culpritAdded, &notes)
+	if err != nil {
+		return "", s.explain(err)
+	}
+	return fmt.Sprintf("%d/%d/%s/%d", boots, culprits, culpritAdded, notes), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"lab/internal/testenv"
 	"math"
 	"os"
 	"os/exec"
@@ -67,14 +68,14 @@ type driver struct {
 // drivers are SQLite and a PostgreSQL server started for t.
 func drivers(t *testing.T) []driver {
 	sqlite := driver{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "history.db") }}
-	if pgBinDir() == "" {
+	if !testenv.PostgresInstalled() {
 		return []driver{sqlite, {"postgres", func(t *testing.T) string {
-			startPostgres(t) // skips, saying why
+			testenv.StartPostgres(t) // skips, saying why
 			return ""
 		}}}
 	}
-	pg := startPostgres(t)
-	return []driver{sqlite, {"postgres", pg.newDB}}
+	pg := testenv.StartPostgres(t)
+	return []driver{sqlite, {"postgres", pg.NewDB}}
 }
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -254,7 +255,7 @@ var storeCases = []struct {
 		if got, want := stats(t, s), (Stats{Runs: 1, Boots: 4, Figures: 16}); got != want {
 			t.Errorf("stats %+v, want %+v", got, want)
 		}
-		keys, err := s.SeriesKeys(context.Background(), "")
+		keys, err := s.LineKeys(context.Background(), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +269,7 @@ var storeCases = []struct {
 		if !reflect.DeepEqual(keys, want) {
 			t.Errorf("series:\n%v\nwant\n%v", keys, want)
 		}
-		if other, _ := s.SeriesKeys(context.Background(), "another-lab"); len(other) != 0 {
+		if other, _ := s.LineKeys(context.Background(), "another-lab"); len(other) != 0 {
 			t.Errorf("another lab's series: %v", other)
 		}
 		pts, err := s.Points(context.Background(), key("patched", "uprobe-nop", "", 1, MetricRate))
@@ -439,7 +440,7 @@ var storeCases = []struct {
 			r.Boots = append(r.Boots, b)
 		}
 		mustAdd(t, s, r, len(vary))
-		keys, err := s.SeriesKeys(context.Background(), "lab")
+		keys, err := s.LineKeys(context.Background(), "lab")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,9 @@ import (
 // The cells every format lays out: what lab history lists, what lab history
 // detect prints and the report's tables, each computed once here.
 
-// Title names a group: lab, line, guest shape, accelerator and clock, host
+// GroupTitle names a group: lab, line, guest shape, accelerator and clock, host
 // class, and the agent's measuring method when it named one.
-func groupTitle(g lines.Group) string {
+func GroupTitle(g lines.Group) string {
 	t := fmt.Sprintf("%s · %s · %s · %s %s · %s", g.Lab, lineName(g.Variant), shapeText(g.Arch, g.CPUs, g.Topology), g.Accel, g.Clock, g.HostClass)
 	if g.Method != "" {
 		t += " · " + g.Method
@@ -76,24 +76,24 @@ func unit(metric string) string {
 	return "M/s"
 }
 
-// value prints a figure: a rate in M/s, a ratio as it is.
-func value(metric string, v float64) string {
+// ValueText prints a figure: a rate in M/s, a ratio as it is.
+func ValueText(metric string, v float64) string {
 	if metric == history.MetricScaling {
 		return fmt.Sprintf("%.4f", v)
 	}
 	return fmt.Sprintf("%.5f", v/1e6)
 }
 
-// meanText is a level's mean, ± its boots' sd when it has several.
-func meanText(metric string, l lines.Level) string {
+// MeanText is a level's mean, ± its boots' sd when it has several.
+func MeanText(metric string, l lines.Level) string {
 	if len(l.Values) < 2 {
-		return value(metric, l.Mean)
+		return ValueText(metric, l.Mean)
 	}
-	return value(metric, l.Mean) + " ± " + value(metric, l.SD)
+	return ValueText(metric, l.Mean) + " ± " + ValueText(metric, l.SD)
 }
 
-// Label names a level: its commit, or its run when the commit is unknown.
-func levelLabel(l lines.Level) string {
+// LevelLabel names a level: its commit, or its run when the commit is unknown.
+func LevelLabel(l lines.Level) string {
 	if l.Commit != "" {
 		return gitcmd.Short(l.Commit)
 	}
@@ -132,8 +132,8 @@ func verdictText(c lines.Change) string {
 	return "faster"
 }
 
-// mark is a change point as a level's row marks it.
-func changeMark(c lines.Change) string {
+// ChangeMark is a change point as a level's row marks it.
+func ChangeMark(c lines.Change) string {
 	arrow := "▲"
 	if c.Slower {
 		arrow = "▼"
@@ -157,12 +157,12 @@ type Table struct {
 func (h *History) ListTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: groupTitle(g), Head: []string{"row", "unit", "commits", "boots", "latest", "change points"},
+		t := Table{Title: GroupTitle(g), Head: []string{"row", "unit", "commits", "boots", "latest", "change points"},
 			Right: []bool{false, false, true, true, true, false}}
 		for _, s := range h.InGroup(g) {
 			last := s.Levels[len(s.Levels)-1]
 			t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), unit(s.Key.Metric), fmt.Sprint(len(s.Levels)),
-				fmt.Sprint(s.Boots()), meanText(s.Key.Metric, last), changesText(s)})
+				fmt.Sprint(s.Boots()), MeanText(s.Key.Metric, last), ChangesText(s)})
 			t.Marked = append(t.Marked, changesClass(s))
 		}
 		out = append(out, t)
@@ -177,7 +177,8 @@ func controlNote(s *lines.Line) string {
 	return ""
 }
 
-func changesText(s *lines.Line) string {
+// ChangesText lists a line's change points ("none", or why it has too few levels).
+func ChangesText(s *lines.Line) string {
 	if s.TooFew != "" {
 		return s.TooFew
 	}
@@ -186,7 +187,7 @@ func changesText(s *lines.Line) string {
 	}
 	var parts []string
 	for _, c := range s.Changes {
-		parts = append(parts, fmt.Sprintf("%s at %s", pctText(c.Pct), levelLabel(s.Levels[c.Index])))
+		parts = append(parts, fmt.Sprintf("%s at %s", pctText(c.Pct), LevelLabel(s.Levels[c.Index])))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -202,9 +203,9 @@ func changesClass(s *lines.Line) string {
 	return class
 }
 
-// culpritText is what bisecting the change point found: "-" when it was
+// CulpritText is what bisecting the change point found: "-" when it was
 // not bisected.
-func culpritText(c lines.Change) string {
+func CulpritText(c lines.Change) string {
 	cu := c.Culprit
 	switch {
 	case cu == nil:
@@ -217,18 +218,44 @@ func culpritText(c lines.Change) string {
 	return gitcmd.Short(cu.Culprit) + " (" + cu.BisectRun + ")"
 }
 
+// AnnotationText is the latest word people gave the change point
+// ("expected: a known cost of the fix (Ann)"), "-" for none.
+func AnnotationText(c lines.Change) string {
+	a := c.Annotation()
+	if a == nil {
+		return "-"
+	}
+	text := a.Label
+	if a.Note != "" {
+		text += ": " + a.Note
+	}
+	return text + " (" + a.Author + ")"
+}
+
 // ChangeTables are lab history detect's answer: a table a group that has
-// change points, a line a change point.
+// change points, a line a change point; an annotation column when people
+// annotated one.
 func (h *History) ChangeTables() []Table {
+	annotated := false
+	for _, f := range h.Changes() {
+		annotated = annotated || f.Change.Annotation() != nil
+	}
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: groupTitle(g), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", "", "culprit"},
+		t := Table{Title: GroupTitle(g), Head: []string{"row", "before", "after", "change", "p", "levels (commits)", "", "culprit"},
 			Right: []bool{false, false, false, true, true, true, false, false}}
+		if annotated {
+			t.Head, t.Right = append(t.Head, "annotation"), append(t.Right, false)
+		}
 		for _, s := range h.InGroup(g) {
 			for _, c := range s.Changes {
 				b, a := s.Levels[c.Index-1], s.Levels[c.Index]
-				t.Rows = append(t.Rows, []string{RowName(s.Key) + controlNote(s), levelLabel(b) + " · " + runText(b), levelLabel(a) + " · " + runText(a),
-					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), verdictText(c), culpritText(c)})
+				row := []string{RowName(s.Key) + controlNote(s), LevelLabel(b) + " · " + runText(b), LevelLabel(a) + " · " + runText(a),
+					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), verdictText(c), CulpritText(c)}
+				if annotated {
+					row = append(row, AnnotationText(c))
+				}
+				t.Rows = append(t.Rows, row)
 				t.Marked = append(t.Marked, verdictText(c))
 			}
 		}
@@ -244,7 +271,7 @@ func (h *History) ChangeTables() []Table {
 func (h *History) LevelTables() []Table {
 	var out []Table
 	for _, g := range h.Groups() {
-		t := Table{Title: groupTitle(g), Head: []string{"row", "commit", "run", "boots", "value", "change point"},
+		t := Table{Title: GroupTitle(g), Head: []string{"row", "commit", "run", "boots", "value", "change point"},
 			Right: []bool{false, false, false, true, true, false}}
 		for _, s := range h.InGroup(g) {
 			for i, l := range s.Levels {
@@ -258,9 +285,9 @@ func (h *History) LevelTables() []Table {
 				}
 				mark, class := "", ""
 				if c, ok := s.ChangeAt(i); ok {
-					mark, class = changeMark(c), verdictText(c)
+					mark, class = ChangeMark(c), verdictText(c)
 				}
-				t.Rows = append(t.Rows, []string{name, commit, runText(l), fmt.Sprint(len(l.Boots)), meanText(s.Key.Metric, l), mark})
+				t.Rows = append(t.Rows, []string{name, commit, runText(l), fmt.Sprint(len(l.Boots)), MeanText(s.Key.Metric, l), mark})
 				t.Marked = append(t.Marked, class)
 			}
 		}
@@ -271,11 +298,14 @@ func (h *History) LevelTables() []Table {
 
 // Summary is one line on what the change points amount to.
 func (h *History) Summary() string {
-	slower, faster := 0, 0
+	slower, faster, dismissed := 0, 0, 0
 	for _, f := range h.Changes() {
-		if f.Change.Slower {
+		switch {
+		case f.Change.Dismissed():
+			dismissed++
+		case f.Change.Slower:
 			slower++
-		} else {
+		default:
 			faster++
 		}
 	}
@@ -285,6 +315,12 @@ func (h *History) Summary() string {
 		boots += h.Lines[i].Boots()
 	}
 	s := fmt.Sprintf("%d series (%d levels, %d figures): ", len(h.Lines), levels, boots)
+	if dismissed > 0 {
+		s += fmt.Sprintf("%s marked expected or a false positive, ", plural(dismissed, "change point"))
+		if slower+faster == 0 {
+			return s + "no other"
+		}
+	}
 	switch {
 	case slower+faster == 0:
 		return s + "no change point"

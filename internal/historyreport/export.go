@@ -181,11 +181,35 @@ func (h *History) Files() (map[string][]byte, error) {
 		"history.html": []byte(page),
 		"otava.csv":    h.OtavaCSV(),
 		"bmf.json":     bmf,
+		"changes.csv":  h.ChangesCSV(),
 	}
 	for _, m := range h.Mails() {
 		files[m.Name] = []byte(m.Text)
 	}
 	return files, nil
+}
+
+// ChangesCSV exports every change point, a row each, with its culprit and
+// the latest annotation people gave it: what a tracker or a spreadsheet
+// takes in.
+func (h *History) ChangesCSV() []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{"lab", "line", "before", "after", "change_pct", "p", "direction", "culprit", "annotation", "note", "author", "annotated"})
+	for _, f := range h.Changes() {
+		c, before, after := f.Change, f.Before(), f.After()
+		row := []string{f.Line.Key.Lab, f.Line.Key.String(), before.Ref(), after.Ref(),
+			strconv.FormatFloat(c.Pct, 'f', 4, 64), strconv.FormatFloat(c.P, 'g', 4, 64), verdictText(c), "", "", "", "", ""}
+		if cu := c.Culprit; cu != nil {
+			row[7] = cu.Culprit
+		}
+		if a := c.Annotation(); a != nil {
+			row[8], row[9], row[10], row[11] = a.Label, a.Note, a.Author, a.Added.UTC().Format(time.RFC3339)
+		}
+		w.Write(row)
+	}
+	w.Flush()
+	return buf.Bytes()
 }
 
 // sortedNames lists files' names in order.

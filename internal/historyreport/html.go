@@ -34,12 +34,12 @@ type errPoints struct {
 	plotter.YErrors
 }
 
-// Chart draws a series against its levels (commits, in order): each
+// Chart draws a line against its levels (commits, in order): each
 // level's mean (± the sd of its boots when it has several), the mean of each stretch between
 // change points, and each change point as a vertical line, red where the
 // figure went down and green where it went up. A series of one level has
 // no chart ("" and no error).
-func chart(s *lines.Line) (template.HTML, error) {
+func Chart(s *lines.Line) (template.HTML, error) {
 	if len(s.Levels) < 2 {
 		return "", nil
 	}
@@ -66,7 +66,7 @@ func chart(s *lines.Line) (template.HTML, error) {
 		lo, hi = min(lo, y-l.SD*scale), max(hi, y+l.SD*scale)
 		label := ""
 		if i%every == 0 {
-			label = levelLabel(l)
+			label = LevelLabel(l)
 		}
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: label})
 	}
@@ -214,7 +214,7 @@ func (h *History) HTML() (string, error) {
 	for i, g := range h.Groups() {
 		hg := htmlGroup{Table: tables[i]}
 		for _, s := range h.InGroup(g) {
-			svg, err := chart(s)
+			svg, err := Chart(s)
 			if err != nil {
 				return "", fmt.Errorf("chart of %s: %w", s.Key, err)
 			}

@@ -128,6 +128,9 @@ func (h *History) mail(r *regression) Mail {
 		line("bisected: %s %s (lab bisect run %s)", cu.Outcome, orUnknown(gitcmd.Short(cu.Culprit)), cu.BisectRun)
 	}
 	line("runs: %s before; %s after", runText(before), runText(after))
+	for _, a := range c.Annotations {
+		line("annotated %s by %s: %s%s", a.Added.UTC().Format("2006-01-02"), a.Author, a.Label, notePart(a.Note))
+	}
 	if after.Commit == before.Commit {
 		line("note: the commit is the same on both sides: what moved the figure is not the kernel's source (%s)", sameCommitWhy(before, after))
 	}
@@ -306,7 +309,7 @@ func (h *History) mailTable(g lines.Group, lead *lines.Line, c lines.Change) str
 		if s.Control {
 			name += " (control)"
 		}
-		row := fmt.Sprintf("%9s %8s %8s %9s %8s", value(s.Key.Metric, bs.mean), sdText(bs), change, value(s.Key.Metric, as.mean), sdText(as))
+		row := fmt.Sprintf("%9s %8s %8s %9s %8s", ValueText(s.Key.Metric, bs.mean), sdText(bs), change, ValueText(s.Key.Metric, as.mean), sdText(as))
 		if utf8.RuneCountInString(row)+2+utf8.RuneCountInString(name) > MailWidth {
 			fmt.Fprintf(&b, "%s\n%s\n", strings.TrimRight(row, " "), strings.Repeat(" ", 4)+name)
 			continue
@@ -378,4 +381,11 @@ func command(units [][]string) string {
 		}
 	}
 	return strings.Join(append(lines, line), "\n") + "\n"
+}
+
+func notePart(note string) string {
+	if note == "" {
+		return ""
+	}
+	return ": " + note
 }

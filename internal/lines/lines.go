@@ -76,6 +76,15 @@ type Level struct {
 	Mean, SD      float64 // SD: 0 for one boot
 }
 
+// Ref names the level where a person's annotation of the change point
+// before it is kept: its commit, or its run when it recorded none.
+func (l Level) Ref() string {
+	if l.Commit != "" {
+		return l.Commit
+	}
+	return "run " + l.RunID
+}
+
 // Change is a change point between two levels of a line.
 type Change struct {
 	changepoint.ChangePoint // Index: the first level of the new level
@@ -85,17 +94,34 @@ type Change struct {
 	// Culprit is what bisecting this change point found (lab track
 	// --bisect), nil when it was not bisected.
 	Culprit *history.Culprit
+	// Annotations are what people said of it (lab serve), oldest first.
+	Annotations []history.Annotation
+}
+
+// Annotation is the latest word on the change point, nil for none.
+func (c Change) Annotation() *history.Annotation {
+	if len(c.Annotations) == 0 {
+		return nil
+	}
+	return &c.Annotations[len(c.Annotations)-1]
+}
+
+// Dismissed says whether its latest annotation takes the change point out
+// of the verdict (expected, or a false positive).
+func (c Change) Dismissed() bool {
+	a := c.Annotation()
+	return a != nil && a.Dismisses()
 }
 
 // Load reads every line of the history (of opt.Lab, when set) and finds
 // their change points. An unknown lab is an error naming those there are.
 func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) {
-	keys, err := s.SeriesKeys(ctx, opt.Lab)
+	keys, err := s.LineKeys(ctx, opt.Lab)
 	if err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 && opt.Lab != "" {
-		all, err := s.SeriesKeys(ctx, "")
+		all, err := s.LineKeys(ctx, "")
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +157,11 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 		return nil, err
 	}
 	h.attach(culprits)
+	notes, err := s.Annotations(ctx, opt.Lab)
+	if err != nil {
+		return nil, err
+	}
+	h.annotate(notes)
 	return h, nil
 }
 
@@ -148,6 +179,23 @@ func (h *History) attach(culprits []history.Culprit) {
 				if cu.Lab == sr.Key.Lab && cu.Line == sr.Key.String() &&
 					((cu.Culprit != "" && cu.Culprit == after.Commit) || (cu.Good == before.Commit && cu.Bad == after.Commit)) {
 					c.Culprit = cu
+				}
+			}
+		}
+	}
+}
+
+// annotate gives each change point what people said of it: the
+// annotations of its line at the first commit after it.
+func (h *History) annotate(notes []history.Annotation) {
+	for i := range h.Lines {
+		l := &h.Lines[i]
+		for j := range l.Changes {
+			c := &l.Changes[j]
+			after := l.Levels[c.Index].Ref()
+			for _, a := range notes {
+				if a.Lab == l.Key.Lab && a.Line == l.Key.String() && a.Commit == after {
+					c.Annotations = append(c.Annotations, a)
 				}
 			}
 		}
@@ -356,10 +404,14 @@ const (
 	Improvement                 // change points, every one a figure going up
 )
 
-// Movement is what the change points amount to.
+// Movement is what the change points amount to; one that people marked
+// expected or a false positive does not count.
 func (h *History) Movement() Movement {
 	out := NoChange
 	for _, f := range h.Changes() {
+		if f.Change.Dismissed() {
+			continue
+		}
 		if f.Change.Slower {
 			return Regression
 		}

@@ -461,6 +461,13 @@ func Load(path string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, data)
+}
+
+// Parse is Load of a file already read (path names it in errors): for a
+// reader that opens files its own way, as lab serve does inside its
+// results folder.
+func Parse(path string, data []byte) (*Run, error) {
 	r, err := decode(path, data)
 	if err != nil {
 		return nil, err
