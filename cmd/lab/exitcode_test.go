@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"lab/internal/bisect"
 	"lab/internal/exitcode"
@@ -178,6 +179,14 @@ func inHistory(make func(t *testing.T) string, args ...string) func(t *testing.T
 	}
 }
 
+// servedBriefly serves the examples' history on a free port for a moment,
+// then stops it as Ctrl-C would.
+func servedBriefly(t *testing.T) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	return drive(ctx, "serve", "--history", importedExamples(t), "--listen", "127.0.0.1:0")(t)
+}
+
 // damagedHistory is a history file whose header is not SQLite's.
 func damagedHistory(t *testing.T) string {
 	p := filepath.Join(t.TempDir(), "history.db")
@@ -317,6 +326,10 @@ func exitCases() []exitCase {
 		{"history", exitcode.Failed, "a folder that is not a run", driveIn(bg, "history", "import", notAResult, "--history", "OUT/h.db")},
 		{"history", exitcode.Usage, "no such subcommand", drive(bg, "history", "show")},
 		{"history", exitcode.Usage, "--history in no folder", drive(bg, "history", "import", example, "--history", "no-such-folder/h.db")},
+
+		{"serve", exitcode.OK, "served until stopped", servedBriefly},
+		{"serve", exitcode.Failed, "no history", drive(bg, "serve", "--history", "no-such-folder/h.db")},
+		{"serve", exitcode.Usage, "an argument", drive(bg, "serve", "x")},
 
 		{exitcode.HistoryDetect, exitcode.OK, "no change point", inHistory(importedExamples, "history", "detect", "--lab", "uprobe-srcu")},
 		{exitcode.HistoryDetect, exitcode.Slower, "the tracked stream's regressions", inHistory(importedExamples, "history", "detect", "--lab", "track-stream")},

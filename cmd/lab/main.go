@@ -113,6 +113,7 @@ func commands() []command {
 		{"benchmarks", "list the guest benchmarks", benchmarksCommand},
 		{"host", "what this host can run, and how", hostCommand},
 		{"history", "every boot measured: series, change points, reports", historyCommand},
+		{"serve", "the history, the runs and the watch queue as web pages", serveCommand},
 	}
 }
 

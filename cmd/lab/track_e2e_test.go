@@ -187,7 +187,7 @@ matrix:
 
 	// No documentation- or comment-only commit was booted, by the track or
 	// by a bisect.
-	keys, err := store.SeriesKeys(ctx, lab.Name)
+	keys, err := store.LineKeys(ctx, lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

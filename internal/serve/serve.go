@@ -1,0 +1,227 @@
+// Package serve is lab serve: the history's lines and change points, the
+// run folders' reports and the list watcher's queue as web pages a team
+// shares. A page that a file of lab's also shows is drawn by that file's
+// writer (a run's by report, a bisect's by bisectreport, a line's chart by
+// historyreport); serve routes, checks every request, keeps the history's
+// analysis until the history changes, and writes annotations.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"lab/internal/history"
+	"lab/internal/historyreport"
+	"lab/internal/lines"
+)
+
+// MaxURL is the longest request target served; a longer one is refused
+// before it is parsed (414).
+const MaxURL = 4096
+
+// Options are what a server shows and who may write.
+type Options struct {
+	Store   *history.Store
+	Results string // the results folder, "" for none
+	// Token is what annotating needs (a form field or a bearer header);
+	// "" makes the server read-only.
+	Token     string
+	MinPct    float64 // lab history detect's --min-pct
+	Generator string  // lab's version, in the pages' footers
+	Log       *log.Logger
+}
+
+// Server serves one history and one results folder.
+type Server struct {
+	opt  Options
+	root *os.Root // the results folder; nil for none
+	mux  *http.ServeMux
+
+	mu       sync.Mutex // guards the analysis below
+	gen      string     // the history's generation it was read at
+	analysis *analysis
+}
+
+// analysis is the history read once: its lines by id.
+type analysis struct {
+	hist *historyreport.History
+	byID map[string]*lines.Line
+}
+
+// New makes a server; Close releases its results folder.
+func New(opt Options) (*Server, error) {
+	if opt.Store == nil {
+		return nil, errors.New("serve: no history")
+	}
+	if opt.Log == nil {
+		opt.Log = log.New(io.Discard, "", 0)
+	}
+	s := &Server{opt: opt, mux: http.NewServeMux()}
+	if opt.Results != "" {
+		root, err := os.OpenRoot(opt.Results)
+		if err != nil {
+			return nil, fmt.Errorf("serve: the results folder: %w", err)
+		}
+		s.root = root
+	}
+	s.routes()
+	return s, nil
+}
+
+// Close releases the results folder.
+func (s *Server) Close() error {
+	if s.root == nil {
+		return nil
+	}
+	return s.root.Close()
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /{$}", s.index)
+	s.mux.HandleFunc("GET /lines/{id}", s.line)
+	s.mux.HandleFunc("GET /lines/{id}/levels/{n}", s.level)
+	s.mux.HandleFunc("POST /lines/{id}/changes/{n}/annotations", s.annotate)
+	s.mux.HandleFunc("GET /runs/{$}", s.runs)
+	s.mux.HandleFunc("GET /runs/{path...}", s.runPath)
+	s.mux.HandleFunc("GET /compare", s.compare)
+	s.mux.HandleFunc("GET /watch", s.watch)
+}
+
+// ServeHTTP checks what every request must be before it is routed, and
+// sets the headers every answer carries: no script or style from
+// elsewhere, no sniffing a console log into a page.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	if len(r.RequestURI) > MaxURL {
+		s.fail(w, r, httpError{http.StatusRequestURITooLong, fmt.Sprintf("request target of %d bytes: at most %d", len(r.RequestURI), MaxURL)})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// httpError is an answer other than 200: its status and what to say.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e httpError) Error() string { return e.msg }
+
+func notFound(format string, args ...any) error {
+	return httpError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// fail answers with err's status (500 for an error of lab's own, logged,
+// its text not shown: it may name paths of the machine).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var he httpError
+	if !errors.As(err, &he) {
+		s.opt.Log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
+		he = httpError{http.StatusInternalServerError, "lab serve failed on this page; its log says why"}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(he.status)
+	fmt.Fprintf(w, "%d %s: %s\n", he.status, http.StatusText(he.status), he.msg)
+}
+
+// page writes a page of lab serve's own.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, t *template.Template, data any) {
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "shell", data); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeHTML(w, b.String())
+}
+
+func writeHTML(w http.ResponseWriter, page string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	io.WriteString(w, page)
+}
+
+// history is the history's analysis, read again only when the history
+// changed since (a track or a watch writing it as the server runs): a page
+// costs one small query, not every line.
+func (s *Server) history(ctx context.Context) (*analysis, error) {
+	gen, err := s.opt.Store.Generation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.analysis != nil && gen == s.gen {
+		return s.analysis, nil
+	}
+	h, err := historyreport.Load(ctx, s.opt.Store, lines.Options{MinPct: s.opt.MinPct})
+	if err != nil {
+		return nil, err
+	}
+	a := &analysis{hist: h, byID: map[string]*lines.Line{}}
+	for i := range h.Lines {
+		a.byID[LineID(h.Lines[i].Key)] = &h.Lines[i]
+	}
+	s.gen, s.analysis = gen, a
+	return a, nil
+}
+
+// LineID names a line in a URL: a digest of its key, stable across
+// restarts and histories.
+func LineID(k history.LineKey) string {
+	sum := sha256.Sum256([]byte(k.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// lineOf is the line a request names, or a 404.
+func (s *Server) lineOf(r *http.Request) (*analysis, *lines.Line, error) {
+	a, err := s.history(r.Context())
+	if err != nil {
+		return nil, nil, err
+	}
+	id := r.PathValue("id")
+	l, ok := a.byID[id]
+	if !ok {
+		return nil, nil, notFound("no line %q in the history", clip(id))
+	}
+	return a, l, nil
+}
+
+// authorized says whether the request carries the server's token.
+func (s *Server) authorized(r *http.Request) error {
+	if s.opt.Token == "" {
+		return httpError{http.StatusForbidden, "this server is read-only: start it with --token-file to annotate"}
+	}
+	given := r.PostFormValue("token")
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		given = b
+	}
+	if subtle.ConstantTimeCompare([]byte(given), []byte(s.opt.Token)) != 1 {
+		return httpError{http.StatusForbidden, "wrong or missing token"}
+	}
+	return nil
+}
+
+// clip shortens what a request said before an answer repeats it.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
