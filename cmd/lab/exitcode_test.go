@@ -182,9 +182,10 @@ func inHistory(make func(t *testing.T) string, args ...string) func(t *testing.T
 // servedBriefly serves the examples' history on a free port for a moment,
 // then stops it as Ctrl-C would.
 func servedBriefly(t *testing.T) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	db := importedExamples(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return drive(ctx, "serve", "--history", importedExamples(t), "--listen", "127.0.0.1:0")(t)
+	return drive(ctx, "serve", "--history", db, "--listen", "127.0.0.1:0")(t)
 }
 
 // damagedHistory is a history file whose header is not SQLite's.

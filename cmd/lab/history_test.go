@@ -121,7 +121,7 @@ func TestHistoryImportSkipsFiles(t *testing.T) {
 	}
 }
 
-// lab history lists the series, as text or Markdown; detect finds the
+// lab history lists the lines, as text or Markdown; detect finds the
 // three change points of the tracked stream (track-stream), the lazy
 // buffer's step in its bisect of every patch (one point a level under
 // icount: the first patch moves six uprobe rows by 4-8 %), and none in the
@@ -130,7 +130,7 @@ func TestHistoryListAndDetectExamples(t *testing.T) {
 	db := importedExamples(t)
 	code, stdout, stderr := labCmd(t, "history", "--history", db)
 	if code != 0 || !strings.Contains(stdout, "uprobe-srcu · baseline · x86_64 1 vCPU · tcg icount") ||
-		!strings.Contains(stdout, "uprobe-lazy-buffer · commits · x86_64 1 vCPU") || !strings.Contains(stdout, " series (") {
+		!strings.Contains(stdout, "uprobe-lazy-buffer · commits · x86_64 1 vCPU") || !strings.Contains(stdout, " lines (") {
 		t.Errorf("list: exit %d\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ = labCmd(t, "history", "--history", db, "--lab", "kretprobe-objpool", "--format", "md")

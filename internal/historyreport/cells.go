@@ -314,7 +314,7 @@ func (h *History) Summary() string {
 		levels += len(h.Lines[i].Levels)
 		boots += h.Lines[i].Boots()
 	}
-	s := fmt.Sprintf("%d series (%d levels, %d figures): ", len(h.Lines), levels, boots)
+	s := fmt.Sprintf("%s (%d levels, %d figures): ", plural(len(h.Lines), "line"), levels, boots)
 	if dismissed > 0 {
 		s += fmt.Sprintf("%s marked expected or a false positive, ", plural(dismissed, "change point"))
 		if slower+faster == 0 {
@@ -355,6 +355,6 @@ func (h *History) detectNote() string {
 		}
 		parts = append(parts, p)
 	}
-	return "change points: E-divisive means with Welch's t-test over each series' levels (one a commit and run); " +
+	return "change points: E-divisive means with Welch's t-test over each line's levels (one a commit and run); " +
 		strings.Join(parts, "; ") + ". Slower: the figure went down (rates: higher is better)."
 }

@@ -17,6 +17,7 @@ import (
 
 const style = `{{define "style"}}
 nav a { margin-right: 1em; }
+td.n { white-space: nowrap; }
 tr.slower td { color: #b00; }
 tr.faster td { color: #070; }
 tr.dismissed td { color: #777; }
