@@ -109,6 +109,10 @@ func serveCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		defer srv.Close()
+		fmt.Fprintf(inv.out, "lab serve: reading %s\n", store)
+		if err := srv.Warm(ctx); err != nil {
+			return err
+		}
 		addr := "127.0.0.1:8080"
 		if f.listen.IsSet() {
 			addr = f.listen.V

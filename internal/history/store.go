@@ -415,17 +415,29 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	return st, s.explain(err)
 }
 
-// Generation changes whenever what the history's analysis reads changes: a
-// boot, a culprit or an annotation added. A reader that keeps the analysis
-// (lab serve) compares it instead of reading every line again.
-func (s *Store) Generation(ctx context.Context) (string, error) {
-	var boots, notes int64
+// Generation says what the history's analysis read, so that a reader that
+// keeps it (lab serve) compares two small figures instead of reading every
+// line again.
+type Generation struct {
+	// Measured changes with a boot or a culprit added: the lines must be
+	// read again.
+	Measured string
+	// Annotated is the last annotation's id: only the annotations must be
+	// read again.
+	Annotated int64
+}
+
+// Generation is the history's generation now.
+func (s *Store) Generation(ctx context.Context) (Generation, error) {
+	var boots int64
 	var culprits int
 	var culpritAdded string
+	var g Generation
 	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(id), 0) FROM boots), (SELECT COUNT(*) FROM culprits),
-		(SELECT COALESCE(MAX(added), '') FROM culprits), (SELECT COALESCE(MAX(id), 0) FROM annotations)`).Scan(&boots, &culprits, &culpritAdded, &notes)
+		(SELECT COALESCE(MAX(added), '') FROM culprits), (SELECT COALESCE(MAX(id), 0) FROM annotations)`).Scan(&boots, &culprits, &culpritAdded, &g.Annotated)
 	if err != nil {
-		return "", s.explain(err)
+		return g, s.explain(err)
 	}
-	return fmt.Sprintf("%d/%d/%s/%d", boots, culprits, culpritAdded, notes), nil
+	g.Measured = fmt.Sprintf("%d/%d/%s", boots, culprits, culpritAdded)
+	return g, nil
 }

@@ -165,6 +165,22 @@ func Load(ctx context.Context, s *history.Store, opt Options) (*History, error) 
 	return h, nil
 }
 
+// WithAnnotations is the history with these annotations in place of those
+// it was read with: its lines and change points copied, their levels
+// shared. For a reader that keeps the analysis while people annotate.
+func (h *History) WithAnnotations(notes []history.Annotation) *History {
+	out := *h
+	out.Lines = slices.Clone(h.Lines)
+	for i := range out.Lines {
+		out.Lines[i].Changes = slices.Clone(out.Lines[i].Changes)
+		for j := range out.Lines[i].Changes {
+			out.Lines[i].Changes[j].Annotations = nil
+		}
+	}
+	out.annotate(notes)
+	return &out
+}
+
 // attach gives each change point the culprit bisected for it: one of its
 // line whose bisect named the first commit after the change point, or
 // that bisected exactly the commits either side of it.

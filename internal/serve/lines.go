@@ -25,7 +25,8 @@ form.annotate { margin: 0.5em 0 1.5em; }
 form.annotate input[type=text] { width: 30em; }
 {{end}}`
 
-const nav = `<nav><a href="/">lines</a><a href="/runs/">runs</a><a href="/watch">watch queue</a></nav>`
+const nav = `<nav><a href="/">lines</a><a href="/runs/">runs</a><a href="/watch">watch queue</a></nav>
+{{if .Stale}}<p class="stale">The history has new boots since this page's analysis: they are being read; reload in a moment.</p>{{end}}`
 
 var funcs = template.FuncMap{"short": gitcmd.Short}
 
@@ -83,9 +84,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	}
 	s.page(w, r, indexPage, struct {
 		Where, Summary string
+		Stale          bool
 		Changes        []changeRow
 		Groups         []groupRows
-	}{h.Where, h.Summary(), changes, groups})
+	}{h.Where, h.Summary(), a.stale, changes, groups})
 }
 
 func changeOf(l *lines.Line, c lines.Change) changeRow {
@@ -150,7 +152,7 @@ type levelRow struct {
 // line is one line: its chart, its change points with their culprits and
 // annotations (and the form to add one), its levels.
 func (s *Server) line(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.lineOf(r)
+	a, l, err := s.lineOf(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -183,14 +185,14 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request) {
 		levels = append(levels, row)
 	}
 	s.page(w, r, linePage, struct {
-		ID, Row, Group, Key string
-		Control, Writable   bool
-		Chart               template.HTML
-		Changes             []lineChange
-		Levels              []levelRow
-		Labels              []string
+		ID, Row, Group, Key      string
+		Control, Writable, Stale bool
+		Chart                    template.HTML
+		Changes                  []lineChange
+		Levels                   []levelRow
+		Labels                   []string
 	}{LineID(l.Key), historyreport.RowName(l.Key), historyreport.GroupTitle(lines.GroupOf(l.Key)), l.Key.String(),
-		l.Control, s.opt.Token != "", chart, changes, levels, history.Labels})
+		l.Control, s.opt.Token != "", a.stale, chart, changes, levels, history.Labels})
 }
 
 var levelPage = report.NewPage("level", style+`{{define "title"}}{{.Row}} at {{.Label}}{{end}}
@@ -212,7 +214,7 @@ type bootRow struct {
 // level is the boots of one level, each with its console log when the
 // run's folder is in the results folder.
 func (s *Server) level(w http.ResponseWriter, r *http.Request) {
-	_, l, err := s.lineOf(r)
+	a, l, err := s.lineOf(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -248,9 +250,10 @@ func (s *Server) level(w http.ResponseWriter, r *http.Request) {
 	}
 	s.page(w, r, levelPage, struct {
 		ID, Row, Group, Label, Run, RunLink, Commit, Kernel, Image string
+		Stale                                                      bool
 		Boots                                                      []bootRow
 	}{LineID(l.Key), historyreport.RowName(l.Key), historyreport.GroupTitle(lines.GroupOf(l.Key)), historyreport.LevelLabel(lv),
-		lv.RunID + " (" + lv.Kind + ")", runLink, lv.Commit, lv.KernelVersion, lv.ImageSHA256, boots})
+		lv.RunID + " (" + lv.Kind + ")", runLink, lv.Commit, lv.KernelVersion, lv.ImageSHA256, a.stale, boots})
 }
 
 // annotate keeps what a person said of a change point, then shows its line.

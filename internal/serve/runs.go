@@ -107,7 +107,7 @@ var runsPage = report.NewPage("runs", style+`{{define "title"}}lab · runs{{end}
 {{define "body"}}`+nav+`<h1>Runs</h1>
 <form method="get" action="/compare">
 <table id="runs"><tr><th>compare</th><th>lab</th><th>run</th><th>folder</th></tr>
-{{range .}}<tr><td><input type="checkbox" name="run" value="{{.Dir}}"></td><td>{{.Lab}}</td><td><a href="/runs/{{.Dir}}/">{{.Run}}</a></td><td><code>{{.Dir}}</code></td></tr>
+{{range .Runs}}<tr><td><input type="checkbox" name="run" value="{{.Dir}}"></td><td>{{.Lab}}</td><td><a href="/runs/{{.Dir}}/">{{.Run}}</a></td><td><code>{{.Dir}}</code></td></tr>
 {{end}}</table>
 <button type="submit">compare the runs ticked</button></form>
 {{end}}`, nil)
@@ -118,7 +118,10 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notFound("this server has no results folder (--results)"))
 		return
 	}
-	s.page(w, r, runsPage, s.runFolders())
+	s.page(w, r, runsPage, struct {
+		Stale bool
+		Runs  []runFolder
+	}{false, s.runFolders()})
 }
 
 // runPath is a run folder's report page, drawn by the writer of its

@@ -48,15 +48,30 @@ type Server struct {
 	root *os.Root // the results folder; nil for none
 	mux  *http.ServeMux
 
-	mu       sync.Mutex // guards the analysis below
-	gen      string     // the history's generation it was read at
+	mu       sync.Mutex         // guards the analysis below
+	gen      history.Generation // the history's generation it was read at
 	analysis *analysis
+	loading  bool // a new analysis is being read
+	bgCtx    context.Context
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
 }
 
 // analysis is the history read once: its lines by id.
 type analysis struct {
 	hist *historyreport.History
 	byID map[string]*lines.Line
+	// stale: the history has new boots or culprits since; a new analysis
+	// is being read.
+	stale bool
+}
+
+func newAnalysis(h *historyreport.History) *analysis {
+	a := &analysis{hist: h, byID: map[string]*lines.Line{}}
+	for i := range h.Lines {
+		a.byID[LineID(h.Lines[i].Key)] = &h.Lines[i]
+	}
+	return a
 }
 
 // New makes a server; Close releases its results folder.
@@ -68,6 +83,9 @@ func New(opt Options) (*Server, error) {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
 	s := &Server{opt: opt, mux: http.NewServeMux()}
+	var bg context.Context
+	bg, s.stop = context.WithCancel(context.Background())
+	s.bgCtx = bg
 	if opt.Results != "" {
 		root, err := os.OpenRoot(opt.Results)
 		if err != nil {
@@ -79,8 +97,13 @@ func New(opt Options) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the results folder.
+// Close stops a reading of the history under way and releases the
+// results folder.
 func (s *Server) Close() error {
+	if s.stop != nil {
+		s.stop()
+	}
+	s.bg.Wait()
 	if s.root == nil {
 		return nil
 	}
@@ -157,9 +180,18 @@ func writeHTML(w http.ResponseWriter, page string) {
 	io.WriteString(w, page)
 }
 
-// history is the history's analysis, read again only when the history
-// changed since (a track or a watch writing it as the server runs): a page
-// costs one small query, not every line.
+// Warm reads the history's analysis before the first request needs it:
+// on a large history that takes seconds.
+func (s *Server) Warm(ctx context.Context) error {
+	_, err := s.history(ctx)
+	return err
+}
+
+// history is the history's analysis. Each request costs one small query
+// (the generation): an annotation added is read at once (a small query);
+// new boots or culprits (a track or a watch writing as the server runs)
+// are read in the background while the pages show the analysis before,
+// marked stale, so that no page waits seconds for a large history.
 func (s *Server) history(ctx context.Context) (*analysis, error) {
 	gen, err := s.opt.Store.Generation(ctx)
 	if err != nil {
@@ -167,19 +199,52 @@ func (s *Server) history(ctx context.Context) (*analysis, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.analysis != nil && gen == s.gen {
-		return s.analysis, nil
+	switch {
+	case s.analysis == nil:
+		h, err := historyreport.Load(ctx, s.opt.Store, lines.Options{MinPct: s.opt.MinPct})
+		if err != nil {
+			return nil, err
+		}
+		s.gen, s.analysis = gen, newAnalysis(h)
+	case gen.Measured != s.gen.Measured:
+		if !s.loading {
+			s.loading = true
+			s.bg.Add(1)
+			go s.reload()
+		}
+		stale := *s.analysis
+		stale.stale = true
+		return &stale, nil
+	case gen.Annotated != s.gen.Annotated:
+		notes, err := s.opt.Store.Annotations(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		h := &historyreport.History{History: s.analysis.hist.WithAnnotations(notes)}
+		s.gen.Annotated, s.analysis = gen.Annotated, newAnalysis(h)
 	}
-	h, err := historyreport.Load(ctx, s.opt.Store, lines.Options{MinPct: s.opt.MinPct})
+	return s.analysis, nil
+}
+
+// reload reads the history's analysis again, off any request.
+func (s *Server) reload() {
+	defer s.bg.Done()
+	ctx := s.bgCtx
+	gen, err := s.opt.Store.Generation(ctx)
+	var h *historyreport.History
+	if err == nil {
+		h, err = historyreport.Load(ctx, s.opt.Store, lines.Options{MinPct: s.opt.MinPct})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loading = false
 	if err != nil {
-		return nil, err
+		if ctx.Err() == nil {
+			s.opt.Log.Printf("reading the history again: %v", err)
+		}
+		return
 	}
-	a := &analysis{hist: h, byID: map[string]*lines.Line{}}
-	for i := range h.Lines {
-		a.byID[LineID(h.Lines[i].Key)] = &h.Lines[i]
-	}
-	s.gen, s.analysis = gen, a
-	return a, nil
+	s.gen, s.analysis = gen, newAnalysis(h)
 }
 
 // LineID names a line in a URL: a digest of its key, stable across

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"lab/internal/history"
 	"lab/internal/lines"
@@ -307,3 +308,44 @@ func TestConcurrentAnnotations(t *testing.T) {
 }
 
 func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
+
+// Boots added while the server runs (a track writing the history) are read
+// in the background: the page before says so, without waiting; a later one
+// has them.
+func TestNewBootsReadInTheBackground(t *testing.T) {
+	s := exampleHistory(t, "")
+	ts := start(t, s, "")
+	figures := func(page string) string {
+		return regexp.MustCompile(`(\d+) figures`).FindString(page)
+	}
+	_, page := get(t, ts.URL+"/")
+	if strings.Contains(page, "being read") {
+		t.Fatal("a fresh analysis is marked stale")
+	}
+	before := figures(page)
+	saved, err := history.ReadSaved([]string{filepath.Join(examples, "watch-probes", "v1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved[0].Run.RunID = "a-later-run"
+	for i := range saved[0].Run.Boots {
+		saved[0].Run.Boots[i].Digest = ""
+	}
+	if err := s.Import(context.Background(), saved); err != nil {
+		t.Fatal(err)
+	}
+	if code, page := get(t, ts.URL+"/"); code != 200 || !strings.Contains(page, "being read") {
+		t.Errorf("the page after new boots: %d, not marked stale", code)
+	}
+	for range 200 {
+		_, page := get(t, ts.URL+"/")
+		if !strings.Contains(page, "being read") {
+			if after := figures(page); after == before {
+				t.Errorf("the new analysis has %s, as before the new boots", after)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Error("the new boots were never read")
+}

@@ -3,7 +3,6 @@ package serve
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"lab/internal/history"
 	"lab/internal/report"
@@ -73,10 +72,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.page(w, r, watchPage, struct {
+		Stale  bool
 		Series []history.WatchSeries
 		States []stateRows
-		Now    time.Time
-	}{list, states, time.Now()})
+	}{false, list, states})
 }
 
 // otherStates are states the page does not know yet, so none is hidden.
