@@ -68,22 +68,7 @@ func StartPostgres(t *testing.T) *Postgres {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT} // lab's test dying takes its server along
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			u, err = user.Lookup("nobody")
-		}
-		if err != nil {
-			t.Fatalf("PostgreSQL tests run as root need a user for the server (postgres or nobody): %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
+	attr := serverUser(t, dir)
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "lab",
 		"--auth=trust", "--no-sync", "--encoding=UTF8", "--locale=C")
 	initdb.SysProcAttr = attr
@@ -140,6 +125,30 @@ func StartPostgres(t *testing.T) *Postgres {
 	return s
 }
 
+// serverUser is how the server's processes run: as the postgres user
+// (or nobody) when the tests run as root, whose folder dir becomes; and
+// stopped when the test process dies.
+func serverUser(t *testing.T, dir string) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT} // lab's test dying takes its server along
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			u, err = user.Lookup("nobody")
+		}
+		if err != nil {
+			t.Fatalf("PostgreSQL tests run as root need a user for the server (postgres or nobody): %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	return attr
+}
+
+// URL is the address of database db on the server.
 func (s *Postgres) URL(db string) string {
 	return fmt.Sprintf("postgres://lab@/%s?host=%s", db, url.QueryEscape(s.dir))
 }
