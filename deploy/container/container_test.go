@@ -43,6 +43,11 @@ func TestNodeImage(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
+	cache := testbed.DefaultCache()
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostKernels := hostBuild(t, ctx, cache)
 
 	// A name of the test's own, so that the image a user built stays. It
 	// is kept for the next run: an image of this commit and Go, which
@@ -81,10 +86,6 @@ func TestNodeImage(t *testing.T) {
 		t.Errorf("an image podman does not have: %q", msg)
 	}
 
-	cache := testbed.DefaultCache()
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	results := t.TempDir()
 	// The kernels come from the host's cache; the initramfs is built in the
 	// image, into a folder of the test's own over the cache's.
@@ -110,27 +111,14 @@ func TestNodeImage(t *testing.T) {
 	}
 
 	tiny := []string{"labs/uprobe-srcu.yaml", "--arch", "x86_64", "--cpus", "1", "--measure", "icount"}
-	// The host builds the kernels into its cache (or finds them there, or
-	// waits on another package's test building them): the image's lab
-	// sees the cache at another path, and a build folder it made would
-	// hold that path. scripts/test starts this package first, so that the
-	// image's download overlaps the other packages' cold kernels.
+	// Said here, not where it ran: a log from there could come after a
+	// failed test has ended.
+	hb := <-hostKernels
+	if hb.err != nil {
+		t.Fatalf("the host's lab build: %v\n%s", hb.err, hb.log)
+	}
+	t.Logf("the host's lab build, beside the image's (%s):\n%s", hb.took, tail(hb.log, 4))
 	start := time.Now()
-	lab, err := spec.Load("../../labs/uprobe-srcu.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Matrix.Arch, lab.Matrix.CPUs, lab.Matrix.Measure = []string{"x86_64"}, []int{1}, spec.MeasureICount
-	if err := lab.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var hostOut bytes.Buffer
-	if _, _, err := run.Run(ctx, run.Options{Lab: lab, CacheDir: cache, ResultsDir: t.TempDir(), ModuleRoot: "../..",
-		Command: []string{"go", "test"}, Out: &hostOut, BuildOnly: true}); err != nil {
-		t.Fatalf("the host's lab build: %v\n%s", err, hostOut.String())
-	}
-	t.Logf("the host's lab build (%s):\n%s", time.Since(start).Round(time.Second), tail(hostOut.String(), 4))
-	start = time.Now()
 	build := runIn(append([]string{"lab", "build", "--results", "/results/build"}, tiny...)...)
 	t.Logf("lab build in the image (%s):\n%s", time.Since(start).Round(time.Second), tail(build, 8))
 	if !strings.Contains(build, "built: ") || !regexp.MustCompile(`initramfs amd64: done`).MatchString(build) || strings.Contains(build, "initramfs amd64: cached") {
@@ -235,4 +223,39 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// hostBuilt is how the host's build ended, what it printed and its time.
+type hostBuilt struct {
+	err  error
+	log  string
+	took time.Duration
+}
+
+// hostBuild builds the seed lab's x86_64 kernels into the host's cache (or
+// finds them there, or waits on another package's test building them),
+// beside the image's build: the image's lab sees the cache at another path,
+// and a build folder it made would hold that path. Started first, so that
+// the image's download and the wait for the other packages' cold kernels
+// (scripts/test starts this package first) overlap instead of adding up.
+func hostBuild(t *testing.T, ctx context.Context, cache string) <-chan hostBuilt {
+	done := make(chan hostBuilt, 1)
+	lab, err := spec.Load("../../labs/uprobe-srcu.yaml")
+	if err == nil {
+		lab.Matrix.Arch, lab.Matrix.CPUs, lab.Matrix.Measure = []string{"x86_64"}, []int{1}, spec.MeasureICount
+		err = lab.Validate()
+	}
+	if err != nil {
+		done <- hostBuilt{err: err}
+		return done
+	}
+	resultsDir := t.TempDir()
+	go func() {
+		start := time.Now()
+		var out bytes.Buffer
+		_, _, err := run.Run(ctx, run.Options{Lab: lab, CacheDir: cache, ResultsDir: resultsDir, ModuleRoot: "../..",
+			Command: []string{"go", "test"}, Out: &out, BuildOnly: true})
+		done <- hostBuilt{err, out.String(), time.Since(start).Round(time.Second)}
+	}()
+	return done
 }
