@@ -51,7 +51,7 @@ func bigHistory(b *testing.B) *history.Store {
 			if c >= commits/2 {
 				step = 0.99
 			}
-			for k := range bootsPer {
+			for range bootsPer {
 				idx := len(r.Boots) + 1
 				noise := 1 + 1e-6*math.Sin(float64(idx))
 				r.Boots = append(r.Boots, history.Boot{Index: idx, Commit: commit, CommitSeq: c + 1, KernelKey: "k" + commit[30:],
@@ -63,7 +63,7 @@ func bigHistory(b *testing.B) *history.Store {
 						{Benchmark: "syscall-count", Producers: 1, Metric: history.MetricRate, Value: 5.74e6 * noise},
 						{Benchmark: "usermode-count", Producers: 1, Metric: history.MetricRate, Value: 198e6 * noise},
 					}})
-				_ = k
+
 			}
 		}
 		if _, err := s.Add(context.Background(), r); err != nil {
@@ -162,7 +162,7 @@ func BenchmarkPages(b *testing.B) {
 				Command: []string{"lab", "run"}, Started: time.Now(), Source: history.Source{Desc: "git", ID: "git-bench", Commit: "base", KernelVersion: "6.12.0"},
 				Boots: []history.Boot{{Index: 1, Variant: "baseline", Commit: "base", KernelKey: "k", ImageSHA256: "i", Arch: "x86_64", CPUs: 1,
 					Topology: "sockets=1,cores=1,threads=1", Clock: history.ClockICount, Accel: "tcg",
-					Host: history.Host{Name: "bench", CPUModel: "AMD EPYC", CPUs: 2, QEMUVersion: "7.2.22"},
+					Host:    history.Host{Name: "bench", CPUModel: "AMD EPYC", CPUs: 2, QEMUVersion: "7.2.22"},
 					Figures: []history.Figure{{Benchmark: "uprobe-nop", Producers: 1, Metric: history.MetricRate, Value: 1e6}}}}}
 			if _, err := s.Add(context.Background(), r); err != nil {
 				b.Fatal(err)
