@@ -58,41 +58,48 @@ func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	// Each candidate is read under its lock: a build there (another lab's,
+	// another test's incremental one) removes its record until it ends, and
+	// a folder read mid-build was passed over, so that a tree with a good
+	// seed was built cold (1,047 s in one suite here, against a minute).
+	// A folder being seeded does not exist yet, and a build holds no other
+	// folder's lock: the wait cannot close a circle.
 	var best string
 	var bestRec built
 	var bestDiff []string
+	unlockBest := func() {}
+	defer func() { unlockBest() }()
 	for _, c := range cands {
 		if c == out {
 			continue
 		}
+		unlock, err := lockFolder(ctx, c, syscall.LOCK_SH, seedLockWait)
+		if err != nil {
+			return "", err
+		}
+		if unlock == nil {
+			continue // busy for longer than a build takes
+		}
 		var rec built
 		data, err := os.ReadFile(filepath.Join(c, builtRecord))
 		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Src == "" || rec.Out == "" || rec.Src == b.SrcDir {
+			unlock()
 			continue
 		}
 		have, err := lsTree(ctx, rec.Src, rec.Tree)
 		if err != nil {
+			unlock()
 			continue // its source is gone or rewritten
 		}
 		diff := differing(want, have)
-		if float64(len(diff)) > maxSeedDiff*float64(len(want)) {
+		if float64(len(diff)) > maxSeedDiff*float64(len(want)) || (best != "" && len(diff) >= len(bestDiff)) {
+			unlock()
 			continue
 		}
-		if best == "" || len(diff) < len(bestDiff) {
-			best, bestRec, bestDiff = c, rec, diff
-		}
+		unlockBest()
+		best, bestRec, bestDiff, unlockBest = c, rec, diff, unlock
 	}
 	if best == "" {
-		return "", nil
-	}
-	unlock, err := lockFolder(ctx, best, syscall.LOCK_SH, seedLockWait)
-	if err != nil || unlock == nil {
-		return "", err
-	}
-	defer unlock()
-	// Read again under its lock: a build may have ended there meanwhile.
-	var rec built
-	if data, err := os.ReadFile(filepath.Join(best, builtRecord)); err != nil || json.Unmarshal(data, &rec) != nil || rec != bestRec {
 		return "", nil
 	}
 	tmp := out + ".seeding"
@@ -101,8 +108,8 @@ func (b *Builder) seed(ctx context.Context, in Inputs, out string) (string, erro
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("copy build folder %s: %w: %s", best, err, bytes.TrimSpace(out))
 	}
-	unlock()
-	if err := b.adopt(tmp, out, rec, bestDiff); err != nil {
+	unlockBest()
+	if err := b.adopt(tmp, out, bestRec, bestDiff); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("seed build folder from %s: %w", best, err)
 	}

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // seedTree makes a git work tree at dir holding files, committed, and
@@ -167,5 +169,47 @@ func TestSeedNeedsAFinishedTwinOfTheSameKernel(t *testing.T) {
 				t.Error("a folder was made")
 			}
 		})
+	}
+}
+
+// A twin whose folder another build holds (its record removed until it
+// ends) is waited for, not passed over: the tree is seeded from it once
+// that build ends, instead of built cold.
+func TestSeedWaitsForATwinMidBuild(t *testing.T) {
+	ctx := context.Background()
+	cache := t.TempDir()
+	twinFiles, userFiles := sameKernel(), sameKernel()
+	userFiles["a.c"] = "mine\n"
+	twinSrc := filepath.Join(t.TempDir(), "twin")
+	twinTree := seedTree(t, twinSrc, twinFiles)
+	userSrc := filepath.Join(t.TempDir(), "user")
+	userTree := seedTree(t, userSrc, userFiles)
+	out := filepath.Join(cache, "build", "tarball-twin", "x86_64-common+x86_64")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(out, "vmlinux"), []byte("image"), 0o644)
+	// The twin's build, under way: its folder locked, no record.
+	unlock, err := lockFolder(ctx, out, syscall.LOCK_EX, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		rec, _ := json.Marshal(built{Src: twinSrc, Tree: twinTree, Out: out})
+		os.WriteFile(filepath.Join(out, builtRecord), rec, 0o644)
+		unlock()
+	}()
+	user := &Builder{CacheDir: cache, SrcDir: userSrc, SourceID: "git-user"}
+	userOut := filepath.Join(cache, "build", "git-user", "x86_64-common+x86_64")
+	os.MkdirAll(filepath.Dir(userOut), 0o755)
+	start := time.Now()
+	from, err := user.seed(ctx, Inputs{Tree: userTree}, userOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(from, out) || !strings.Contains(from, "1 files differ") {
+		t.Errorf("seeded from %q after %v, want %s once its build ended", from, time.Since(start).Round(time.Millisecond), out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(userOut, "vmlinux")); string(data) != "image" {
+		t.Errorf("the copy has no twin's vmlinux: %q", data)
 	}
 }
