@@ -202,18 +202,27 @@ func (h *History) attach(culprits []history.Culprit) {
 }
 
 // annotate gives each change point what people said of it: the
-// annotations of its line at the first commit after it.
+// annotations of its line at the first commit after it. Indexed once: it
+// runs again for every annotation lab serve takes.
 func (h *History) annotate(notes []history.Annotation) {
+	type at struct{ lab, line, ref string }
+	byPoint := map[at][]history.Annotation{}
+	for _, a := range notes {
+		k := at{a.Lab, a.Line, a.Commit}
+		byPoint[k] = append(byPoint[k], a)
+	}
+	if len(byPoint) == 0 {
+		return
+	}
 	for i := range h.Lines {
 		l := &h.Lines[i]
+		if len(l.Changes) == 0 {
+			continue
+		}
+		line := l.Key.String()
 		for j := range l.Changes {
 			c := &l.Changes[j]
-			after := l.Levels[c.Index].Ref()
-			for _, a := range notes {
-				if a.Lab == l.Key.Lab && a.Line == l.Key.String() && a.Commit == after {
-					c.Annotations = append(c.Annotations, a)
-				}
-			}
+			c.Annotations = append(c.Annotations, byPoint[at{l.Key.Lab, line, l.Levels[c.Index].Ref()}]...)
 		}
 	}
 }

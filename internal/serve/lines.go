@@ -92,13 +92,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 
 func changeOf(l *lines.Line, c lines.Change) changeRow {
 	before, after := l.Levels[c.Index-1], l.Levels[c.Index]
-	class := "faster"
-	if c.Slower {
-		class = "slower"
-	}
-	if c.Dismissed() {
-		class = "dismissed"
-	}
+	class := changeClass(c)
 	verdict := class
 	if c.Dismissed() {
 		verdict = "slower, dismissed"
@@ -109,6 +103,18 @@ func changeOf(l *lines.Line, c lines.Change) changeRow {
 	return changeRow{ID: LineID(l.Key), Lab: l.Key.Lab, Row: historyreport.RowName(l.Key), Group: historyreport.GroupTitle(lines.GroupOf(l.Key)),
 		Before: historyreport.LevelLabel(before), After: historyreport.LevelLabel(after), Pct: fmt.Sprintf("%+.3f %%", c.Pct),
 		Verdict: verdict, Culprit: historyreport.CulpritText(c), Annotation: historyreport.AnnotationText(c), Class: class}
+}
+
+// changeClass is how a change point's row is marked: slower, faster, or
+// dismissed by an annotation.
+func changeClass(c lines.Change) string {
+	switch {
+	case c.Dismissed():
+		return "dismissed"
+	case c.Slower:
+		return "slower"
+	}
+	return "faster"
 }
 
 var linePage = report.NewPage("line", style+`{{define "title"}}{{.Row}} · {{.Group}}{{end}}
@@ -180,7 +186,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request) {
 			row.RunLink = "/runs/" + dir + "/"
 		}
 		if c, ok := l.ChangeAt(i); ok {
-			row.Mark, row.Class = historyreport.ChangeMark(c), changeOf(l, c).Class
+			row.Mark, row.Class = historyreport.ChangeMark(c), changeClass(c)
 		}
 		levels = append(levels, row)
 	}
