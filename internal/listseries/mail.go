@@ -9,6 +9,8 @@ package listseries
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/mail"
 	"regexp"
@@ -48,7 +50,11 @@ type Message struct {
 	Files      []string // the files a patch touches
 	BaseCommit string   // a base-commit: line (cover letter or patch)
 	ChangeID   string   // b4's change-id: line, the same for every version
-	Raw        []byte
+	// Code is a patch's diff as a digest, blind to what a rebase or a
+	// resend changes (index lines, hunk line numbers): two patches of one
+	// code change have the same Code.
+	Code string
+	Raw  []byte
 }
 
 var (
@@ -138,9 +144,33 @@ func classifyPatch(m Message, dec mbox.Mail) Message {
 			m.Reason = err.Error()
 			return m
 		}
-		m.Kind, m.Files = Patch, series.Touched(text)
+		m.Kind, m.Files, m.Code = Patch, series.Touched(text), codeOf(text)
 	}
 	return m
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@`)
+
+// codeOf is the digest of a patch's diff: from its first "diff --git" line
+// to the signature, without index lines and hunks' line numbers.
+func codeOf(text string) string {
+	h := sha256.New()
+	in := false
+	for _, l := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			in = true
+		case !in:
+			continue
+		case l == "-- ":
+			in = false
+			continue
+		case strings.HasPrefix(l, "index "):
+			continue
+		}
+		h.Write([]byte(hunkHeader.ReplaceAllString(l, "@@") + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func hasHTML(dec mbox.Mail) bool {

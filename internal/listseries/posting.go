@@ -21,9 +21,28 @@ type Posting struct {
 	Version int // 1 when the subject names none
 	Total   int // the n of k/n; 1 for a single patch
 	RFC     bool
+	Resend  bool // [RESEND PATCH]: the same version sent again
 	Cover   *Message
 	Patches []*Message // Patches[k-1] is patch k; nil until it comes
 	First   time.Time  // when its first part arrived
+	// Awaits is the mail the parts reply to that has not come, "" for
+	// none: the cover letter of a posting whose patches came first.
+	Awaits string
+}
+
+// SameCode reports whether p and q change the code alike: as many
+// patches, each with the same diff (a resend, or a version that changed
+// only its messages).
+func (p *Posting) SameCode(q *Posting) bool {
+	if len(p.Patches) != len(q.Patches) || !p.Complete() || !q.Complete() {
+		return false
+	}
+	for i, m := range p.Patches {
+		if m.Code == "" || m.Code != q.Patches[i].Code {
+			return false
+		}
+	}
+	return true
 }
 
 // Missing are the numbers of the patches not yet come.
@@ -95,6 +114,9 @@ func (p *Posting) Name() string {
 	tag := "PATCH"
 	if p.RFC {
 		tag = "RFC PATCH"
+	}
+	if p.Resend {
+		tag = "RESEND " + tag
 	}
 	if p.Version > 1 {
 		tag += fmt.Sprintf(" v%d", p.Version)

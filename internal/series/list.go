@@ -17,6 +17,7 @@ type Tag struct {
 	Version int // v3; 0 when the subject names none
 	N, M    int // 2/10; 0, 0 when the subject has no N/M
 	RFC     bool
+	Resend  bool   // RESEND: a posting sent again, of the same version
 	Reply   bool   // "Re: [PATCH 1/2] ..."
 	Subject string // the subject without its prefixes
 }
@@ -30,7 +31,7 @@ var (
 )
 
 // ParseTag reads every bracketed group at the start of a subject, as git
-// am strips them: a version, an N/M, RFC; other words (PATCH, RESEND, a
+// am strips them: a version, an N/M, RFC, RESEND; other words (PATCH, a
 // tree such as net-next) are ignored.
 func ParseTag(subject string) Tag {
 	var t Tag
@@ -55,6 +56,8 @@ func ParseTag(subject string) Tag {
 				t.M, _ = strconv.Atoi(c[2])
 			} else if strings.EqualFold(tok, "RFC") {
 				t.RFC = true
+			} else if strings.EqualFold(tok, "RESEND") {
+				t.Resend = true
 			}
 		}
 	}

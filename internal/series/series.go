@@ -340,14 +340,40 @@ type ApplyError struct {
 	Patch   string   // patch file
 	Reverse bool     // reverse-applying (revert mode)
 	Details []string // git's "error:" lines: the failing file and hunk line
+	// What the list calls the patch: N/M of its tag and its subject, for
+	// those who know it by its mail, not by a file.
+	Number, Total int
+	Subject       string
 }
 
 func (e *ApplyError) Error() string {
-	verb := "apply"
-	if e.Reverse {
-		verb = "revert (reverse-apply)"
+	what := e.Patch
+	if e.Number > 0 {
+		what += fmt.Sprintf(" (patch %d/%d %q)", e.Number, e.Total, e.Subject)
 	}
-	return fmt.Sprintf("%s %s: does not apply:\n  %s", verb, e.Patch, strings.Join(e.Details, "\n  "))
+	return fmt.Sprintf("%s %s: does not apply:\n  %s", e.verb(), what, strings.Join(e.Details, "\n  "))
+}
+
+// Public says what Error does, naming the patch by its number and subject
+// instead of a file of this machine's: for a reply to a list.
+func (e *ApplyError) Public() string {
+	what := fmt.Sprintf("patch %q", e.Subject)
+	if e.Number > 0 {
+		what = fmt.Sprintf("patch %d/%d %q", e.Number, e.Total, e.Subject)
+	}
+	return fmt.Sprintf("%s %s: does not apply:\n  %s", e.verb(), what, strings.Join(e.Details, "\n  "))
+}
+
+func (e *ApplyError) verb() string {
+	if e.Reverse {
+		return "revert (reverse-apply)"
+	}
+	return "apply"
+}
+
+func applyError(p Patch, reverse bool, out string, err error) *ApplyError {
+	return &ApplyError{Patch: p.Path, Reverse: reverse, Details: withHunks(p.Path, errorLines(out, err)),
+		Number: p.Number, Total: p.Total, Subject: p.Subject}
 }
 
 // Apply commits the series on top of the work tree's HEAD with git am.
@@ -361,7 +387,7 @@ func (s *Series) Apply(ctx context.Context, g *gitcmd.Git) error {
 		done()
 		if err != nil {
 			g.Run(ctx, "am", "--abort")
-			return &ApplyError{Patch: p.Path, Details: withHunks(p.Path, errorLines(out, err))}
+			return applyError(p, false, out, err)
 		}
 	}
 	return nil
@@ -402,7 +428,7 @@ func (s *Series) Revert(ctx context.Context, g *gitcmd.Git) error {
 		out, err := g.Run(ctx, "apply", "--index", "-R", file)
 		done()
 		if err != nil {
-			return &ApplyError{Patch: p.Path, Reverse: true, Details: withHunks(p.Path, errorLines(out, err))}
+			return applyError(p, true, out, err)
 		}
 		msg := fmt.Sprintf("Revert \"%s\"\n\nReverse-applied by lab from %s (sha256 %s).", p.Subject, p.Name, p.SHA256)
 		if _, err := g.Run(ctx, "commit", "-q", "--no-verify", "-m", msg); err != nil {
