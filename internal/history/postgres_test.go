@@ -22,7 +22,7 @@ func TestPostgres(t *testing.T) {
 		where := pg.NewDB(t)
 		rawExec(t, where, `CREATE TABLE bookmarks (url TEXT)`, `INSERT INTO bookmarks VALUES ('https://kernel.org')`)
 		mustAdd(t, mustOpen(t, where), fakeRun("lab", "r1", 2), 2)
-		if got, want := tables(t, where), []string{"annotations", "bookmarks", "boots", "commits", "culprits", "figures", "run_series", "runs", "schema_version", "watch_cursors", "watch_mails", "watch_outbox", "watch_series"}; !reflect.DeepEqual(got, want) {
+		if got, want := tables(t, where), []string{"annotations", "bookmarks", "boots", "commits", "culprits", "figures", "run_series", "runs", "schema_version", "watch_cursors", "watch_mails", "watch_outbox", "watch_series", "watch_subjects"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("tables %v, want %v", got, want)
 		}
 	})

@@ -97,11 +97,12 @@ var migrations = []migration{
 	{"the list watcher's state", watchTables},
 	{"the list watcher's settled mails", watchSettled},
 	{"change-point annotations", []string{annotationsTable, `CREATE INDEX annotations_lab ON annotations (lab)`}},
+	{"the list watcher's series subjects", watchSubjects},
 }
 
 // labTables are the tables the migrations make, besides schema_version.
 var labTables = []string{"runs", "boots", "figures", "commits", "culprits", "run_series",
-	"watch_cursors", "watch_mails", "watch_series", "watch_outbox", "annotations"}
+	"watch_cursors", "watch_mails", "watch_series", "watch_outbox", "annotations", "watch_subjects"}
 
 // dialect is what differs between the two databases.
 type dialect struct {

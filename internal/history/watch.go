@@ -71,6 +71,18 @@ var watchSettled = []string{
 	`ALTER TABLE watch_series ADD COLUMN change_id TEXT NOT NULL DEFAULT ''`,
 }
 
+// watchSubjects is the schema step that keeps every subject of a series
+// (its cover letter's and each patch's): a later version that dropped the
+// cover letter, or added one, is known by a patch's.
+var watchSubjects = []string{
+	`CREATE TABLE watch_subjects (
+		posting TEXT NOT NULL,
+		subject TEXT NOT NULL,
+		PRIMARY KEY (posting, subject))`,
+	`CREATE INDEX watch_subjects_subject ON watch_subjects (subject)`,
+	`INSERT INTO watch_subjects (posting, subject) SELECT posting, subject FROM watch_series WHERE subject <> ''`,
+}
+
 // WatchMail is one mail the watcher read.
 type WatchMail struct {
 	MessageID string
@@ -284,23 +296,90 @@ func (s *Store) SettledPostings(ctx context.Context, inbox string, ids []string)
 	return slices.Compact(out), nil
 }
 
-// EarlierVersions are the settled series of inbox a posting of version v
-// may follow: by subject and author, by change-id, or linked to from its
-// cover letter (linked, Message-IDs).
-func (s *Store) EarlierVersions(ctx context.Context, inbox string, v int, subject, author, changeID string, linked []string) ([]string, error) {
-	stmt := `SELECT posting FROM watch_series WHERE inbox = ? AND version < ? AND state IN ('answered', 'skipped', 'incomplete')
-		AND ((subject = ? AND author = ?) OR (change_id <> '' AND change_id = ?)`
-	args := []any{inbox, v, strings.ToLower(subject), author, changeID}
-	if len(linked) > inChunk {
-		linked = linked[:inChunk]
+// Earlier is what a posting's earlier versions are found by in the
+// history (listseries.Posting.Previous decides among them).
+type Earlier struct {
+	Version  int
+	Resend   bool     // a RESEND: its own version sent before counts too
+	Subjects []string // its cover letter's and patches' subjects
+	Author   string
+	ChangeID string
+	Linked   []string // Message-IDs its cover letter links to
+}
+
+// EarlierVersions are the settled series of inbox a posting may follow:
+// of a lower version (or its own, for a RESEND), by a subject and its
+// author, by change-id, or linked to from its cover letter.
+func (s *Store) EarlierVersions(ctx context.Context, inbox string, e Earlier) ([]string, error) {
+	op := "<"
+	if e.Resend {
+		op = "<="
 	}
-	if len(linked) > 0 {
-		stmt += ` OR posting IN (?` + strings.Repeat(", ?", len(linked)-1) + `)`
-		for _, id := range linked {
-			args = append(args, id)
+	stmt := `SELECT posting FROM watch_series WHERE inbox = ? AND version ` + op + ` ? AND state IN ('answered', 'skipped', 'incomplete')
+		AND ((change_id <> '' AND change_id = ?)`
+	args := []any{inbox, e.Version, e.ChangeID}
+	in := func(col string, vals []string) {
+		if len(vals) > inChunk {
+			vals = vals[:inChunk]
+		}
+		if len(vals) == 0 {
+			return
+		}
+		stmt += ` OR ` + col + ` IN (?` + strings.Repeat(", ?", len(vals)-1) + `)`
+		for _, v := range vals {
+			args = append(args, v)
 		}
 	}
+	if len(e.Subjects) > 0 {
+		stmt += ` OR author = ? AND posting IN (SELECT posting FROM watch_subjects WHERE 1 = 0`
+		args = append(args, e.Author)
+		var lower []string
+		for _, subj := range e.Subjects {
+			lower = append(lower, strings.ToLower(subj))
+		}
+		in("subject", lower)
+		stmt += `)`
+	}
+	in("posting", e.Linked)
 	return s.column(ctx, stmt+`)`, args...)
+}
+
+// OtherWatchMails are those of ids the watcher read that are neither a
+// patch nor a cover letter (a review, a bug report): a patch replying to
+// one is not waiting for it as for its cover letter.
+func (s *Store) OtherWatchMails(ctx context.Context, inbox string, ids []string) ([]string, error) {
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "" })
+	var out []string
+	for chunk := range slices.Chunk(ids, inChunk) {
+		args := []any{inbox}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		got, err := s.column(ctx, `SELECT message_id FROM watch_mails WHERE inbox = ? AND kind NOT IN ('patch', 'cover')
+			AND message_id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// DropWaitingSeries removes series of inbox recorded waiting under keys
+// that no posting has any more: parts that came later joined them into
+// one posting of another key (deep threading, parts out of order).
+func (s *Store) DropWaitingSeries(ctx context.Context, inbox string, keys []string) error {
+	for chunk := range slices.Chunk(keys, inChunk) {
+		args := []any{inbox}
+		for _, k := range chunk {
+			args = append(args, k)
+		}
+		if _, err := s.db.ExecContext(ctx, s.d.q(`DELETE FROM watch_series WHERE inbox = ? AND state = 'waiting'
+			AND posting IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`), args...); err != nil {
+			return fmt.Errorf("drop series that waited under another key: %w", s.explain(err))
+		}
+	}
+	return nil
 }
 
 // column runs a query of one text column.
@@ -336,13 +415,23 @@ type WatchSeries struct {
 	Reply    string // the reply's Message-ID
 	Updated  time.Time
 	// What a later version is found by (listseries.Posting.Previous): the
-	// subject without prefixes, the sender's address and b4's change-id.
+	// subject without prefixes, the sender's address and b4's change-id;
+	// Subjects are every part's subject.
 	Subject, Author, ChangeID string
+	Subjects                  []string
 }
 
 // PutWatchSeries records a series' state, replacing what was recorded.
 func (s *Store) PutWatchSeries(ctx context.Context, w WatchSeries) error {
-	return s.putWatchSeries(ctx, s.db, w)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(err)
+	}
+	defer tx.Rollback()
+	if err := s.putWatchSeries(ctx, tx, w); err != nil {
+		return err
+	}
+	return s.explain(tx.Commit())
 }
 
 func (s *Store) putWatchSeries(ctx context.Context, db execer, w WatchSeries) error {
@@ -356,6 +445,20 @@ func (s *Store) putWatchSeries(ctx context.Context, db execer, w WatchSeries) er
 		strings.ToLower(w.Subject), w.Author, w.ChangeID)
 	if err != nil {
 		return fmt.Errorf("series %s: %w", w.Name, s.explain(err))
+	}
+	subjects := []string{strings.ToLower(w.Subject)}
+	for _, subj := range w.Subjects {
+		subjects = append(subjects, strings.ToLower(subj))
+	}
+	slices.Sort(subjects)
+	subjects = slices.DeleteFunc(slices.Compact(subjects), func(s string) bool { return s == "" })
+	if _, err := db.ExecContext(ctx, s.d.q(`DELETE FROM watch_subjects WHERE posting = ?`), w.Posting); err != nil {
+		return fmt.Errorf("series %s: its subjects: %w", w.Name, s.explain(err))
+	}
+	for _, subj := range subjects {
+		if _, err := db.ExecContext(ctx, s.d.q(`INSERT INTO watch_subjects (posting, subject) VALUES (?, ?)`), w.Posting, subj); err != nil {
+			return fmt.Errorf("series %s: its subjects: %w", w.Name, s.explain(err))
+		}
 	}
 	return nil
 }

@@ -132,17 +132,19 @@ func TestWatchSettledMails(t *testing.T) {
 			for _, tc := range []struct {
 				name                      string
 				v                         int
+				resend                    bool
 				subject, author, changeID string
 				linked                    []string
 				want                      []string
 			}{
-				{"subject and author", 3, "uprobes: LAZY buffer", "andrii@kernel.org", "", nil, []string{"v1@x"}},
-				{"another author", 3, "uprobes: lazy buffer", "x@y", "", nil, nil},
-				{"change-id", 3, "uprobes: renamed", "x@y", "20241001-lazy", nil, []string{"v1@x"}},
-				{"a link", 3, "renamed", "x@y", "", []string{"v1@x"}, []string{"v1@x"}},
-				{"not a later version", 1, "uprobes: lazy buffer", "andrii@kernel.org", "", nil, nil},
+				{"subject and author", 3, false, "uprobes: LAZY buffer", "andrii@kernel.org", "", nil, []string{"v1@x"}},
+				{"another author", 3, false, "uprobes: lazy buffer", "x@y", "", nil, nil},
+				{"change-id", 3, false, "uprobes: renamed", "x@y", "20241001-lazy", nil, []string{"v1@x"}},
+				{"a link", 3, false, "renamed", "x@y", "", []string{"v1@x"}, []string{"v1@x"}},
+				{"not a later version", 1, false, "uprobes: lazy buffer", "andrii@kernel.org", "", nil, nil},
+				{"a resend of v1", 1, true, "uprobes: lazy buffer", "andrii@kernel.org", "", nil, []string{"v1@x"}},
 			} {
-				got, err := s.EarlierVersions(ctx, "/inbox", tc.v, tc.subject, tc.author, tc.changeID, tc.linked)
+				got, err := s.EarlierVersions(ctx, "/inbox", Earlier{Version: tc.v, Resend: tc.resend, Subjects: []string{"a patch's subject", tc.subject}, Author: tc.author, ChangeID: tc.changeID, Linked: tc.linked})
 				if err != nil || !slices.Equal(got, tc.want) {
 					t.Errorf("%s: %q, %v; want %q (v2, still running, is never one)", tc.name, got, err, tc.want)
 				}
