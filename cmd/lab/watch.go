@@ -32,12 +32,17 @@ lab watch status [--history H] [--inbox PATH]: what the watcher has seen, queued
 PATH is a public-inbox v2 archive (a git clone --mirror of a lore list's
 epochs: git/0.git, git/1.git...), a Maildir or an mbox spool. Each pass reads
 the mails that came since the last (where it stopped is kept in the history),
-assembles each posted series (a cover letter and its patches, or one patch;
-one whose parts have not all come waits up to --wait), and runs, one at a
+assembles each posted series (a cover letter 0/n and its patches k/n for any
+n, threaded shallow, deep or not at all, parts in any order and any pass; or
+one patch; one whose parts have not all come waits up to --wait, one whose
+patches reply to a cover letter not come yet up to 10 minutes), and runs, one at a
 time, each that touches what a watched lab measures: the lab's watch: paths
 (files, folders ending in /, globs), else the files of the lab's own series,
 or whose subject matches watch: subject. A new version of a series runs
-with the version before it, both against one baseline. Each run's reply is
+with the version before it (known by a link to it, b4's change-id, the
+thread it was sent in, or its author and a subject, whatever its length),
+both against one baseline; a RESEND of patches answered before is skipped.
+Each run's reply is
 threaded under the series' cover letter and goes to --maildir and, with
 --smtp, to the recipients --to names (none by default: nothing is mailed).
 Every mail, series, run and reply is recorded in the history; a watcher

@@ -371,7 +371,9 @@ func Plain(r *results.Run) string {
 	for _, n := range r.Bisect.Notes {
 		b.WriteString(report.Wrap("note: "+n, 80, "  ") + "\n")
 	}
-	b.WriteString(report.Wrap("reproduce: "+report.Reproducer(r), 80, "  ") + "\n")
+	if rep := report.Reproducer(r); rep != "" {
+		b.WriteString(report.Wrap("reproduce: "+rep, 80, "  ") + "\n")
+	}
 	return b.String()
 }
 

@@ -218,7 +218,9 @@ func plainTail(b *strings.Builder, d *Document) {
 		b.WriteString(Wrap("caveat: "+c, 80, "  ") + "\n")
 	}
 	for _, r := range d.Runs {
-		b.WriteString(Wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
+		if r.Reproducer != "" { // a reply to a list gives its own
+			b.WriteString(Wrap("reproduce: "+r.Reproducer, 80, "  ") + "\n")
+		}
 	}
 }
 

@@ -60,6 +60,9 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 	for _, w := range list {
 		known[w.Posting] = w
 	}
+	if err := dropRekeyed(ctx, c, a, list); err != nil {
+		return nil, err
+	}
 	var out []queued
 	for _, p := range a.postings {
 		was, seen := known[p.Key]
@@ -83,11 +86,11 @@ func decide(ctx context.Context, c Config, a *assembly, st *Stats) ([]queued, er
 			continue
 		}
 		w := history.WatchSeries{Posting: p.Key, Inbox: c.Inbox.Path, Name: p.Name(), Version: p.Version,
-			Subject: p.Subject, Author: p.Author(), ChangeID: p.ChangeID()}
+			Subject: p.Subject, Subjects: p.Subjects(), Author: p.Author(), ChangeID: p.ChangeID()}
 		if prev != nil {
 			w.Previous = prev.Key
 		}
-		lab := c.state(p, &w, st)
+		lab := c.state(p, prev, known, &w, st)
 		if !seen || was.State != w.State || was.Why != w.Why {
 			if err := c.History.PutWatchSeries(ctx, w); err != nil {
 				return nil, err
@@ -120,9 +123,32 @@ func (a *assembly) settledIn(p *listseries.Posting) string {
 	return ""
 }
 
-// state sets w's state and why: waiting for its parts, incomplete, skipped
-// or queued on the lab it returns.
-func (c Config) state(p *listseries.Posting, w *history.WatchSeries, st *Stats) *Lab {
+// dropRekeyed removes the series recorded waiting under a key no posting
+// of this pass has: a waiting posting's mails are all open, so each is
+// assembled again at every pass, and one missing now was joined into
+// another (deep threading whose parts came out of order) or rekeyed by the
+// part that came.
+func dropRekeyed(ctx context.Context, c Config, a *assembly, list []history.WatchSeries) error {
+	now := map[string]bool{}
+	for _, p := range a.postings {
+		now[p.Key] = true
+	}
+	var gone []string
+	for _, w := range list {
+		if w.State == StateWaiting && !now[w.Posting] {
+			gone = append(gone, w.Posting)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return c.History.DropWaitingSeries(ctx, c.Inbox.Path, gone)
+}
+
+// state sets w's state and why: waiting for its parts or its cover letter,
+// incomplete, skipped (a RESEND of a posting answered before, or nothing
+// watched) or queued on the lab it returns.
+func (c Config) state(p, prev *listseries.Posting, known map[string]history.WatchSeries, w *history.WatchSeries, st *Stats) *Lab {
 	switch missing := p.Missing(); {
 	case len(missing) > 0 && c.Now().Sub(p.First) < c.Wait:
 		w.State, w.Why = StateWaiting, fmt.Sprintf("patches %s of %d not come yet", numbers(missing), p.Total)
@@ -130,6 +156,14 @@ func (c Config) state(p *listseries.Posting, w *history.WatchSeries, st *Stats) 
 	case len(missing) > 0:
 		w.State, w.Why = StateIncomplete, fmt.Sprintf("patches %s of %d never came (waited %s)", numbers(missing), p.Total, c.Wait)
 		st.Incomplete++
+	case p.Awaits != "" && c.Now().Sub(p.First) < c.CoverWait:
+		// The patches reply to a mail not come: their cover letter, most
+		// likely, which names the posting and the version it follows.
+		w.State, w.Why = StateWaiting, fmt.Sprintf("the mail its patches reply to (%s, its cover letter?) not come yet", p.Awaits)
+		st.Waiting++
+	case p.Resend && prev != nil && prev.SameCode(p) && known[prev.Key].State == StateAnswered:
+		w.State, w.Why = StateSkipped, fmt.Sprintf("a resend of %s with the same patches, answered before", prev.Name())
+		st.Skipped++
 	default:
 		lab, why := c.match(p)
 		w.Why = why
@@ -277,6 +311,9 @@ func jobOf(q queued) Job {
 	if q.prev != nil {
 		job.Versions = append(job.Versions, Version{Name: fmt.Sprintf("v%d", q.prev.Version), Mbox: q.prev.Mbox(), Posting: q.prev})
 		name = fmt.Sprintf("v%d", p.Version)
+		if q.prev.Version == p.Version { // a RESEND that changed the code
+			name += "-resend"
+		}
 	}
 	job.Versions = append(job.Versions, Version{Name: name, Mbox: p.Mbox(), Posting: p})
 	return job

@@ -159,10 +159,13 @@ func body(job Job, res *Result, author string) string {
 	}
 	field("series", fmt.Sprintf("%s (%s)", v.Posting.Name(), patches(v.Posting)))
 	if len(job.Versions) > 1 {
-		prev := job.Versions[0].Posting
-		field("compared", fmt.Sprintf("v%d against v%d (%s) and against the base", v.Posting.Version, prev.Version, prev.Name()))
+		prev := job.Versions[0]
+		field("compared", fmt.Sprintf("%s against %s (%s) and against the base", v.Name, prev.Name, prev.Posting.Name()))
 	}
 	field("lab", job.Lab.Name)
+	if res.RunID != "" {
+		field("run", res.RunID)
+	}
 	field("base", res.Base)
 	if job.BaseCommit != "" && !strings.Contains(res.Base, job.BaseCommit) {
 		fmt.Fprintf(&b, "%-9s (not the author's base-commit %s)\n", "", job.BaseCommit)
@@ -175,7 +178,7 @@ func body(job Job, res *Result, author string) string {
 			b.WriteString("    " + line + "\n")
 		}
 	}
-	if len(res.Results) > 0 {
+	if len(res.Results) > 0 && res.Boots > 0 {
 		b.WriteString("\nEvery boot's samples and the run's provenance are in the attached results.json.\n")
 	}
 	b.WriteString("\n-- \nlab watch\n")

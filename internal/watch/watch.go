@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"lab/internal/history"
@@ -42,6 +43,10 @@ type Config struct {
 	// Wait is how long a series whose parts have not all come is waited
 	// for before it is recorded incomplete.
 	Wait time.Duration
+	// CoverWait is how long a series whose patches have all come is
+	// waited for when they reply to a mail not come yet (its cover
+	// letter) before it is run without it.
+	CoverWait time.Duration
 	// Recipients says who a reply is addressed to.
 	Recipients Recipients
 	// From is the replies' sender, "lab <lab@localhost>" by default.
@@ -107,8 +112,19 @@ type Result struct {
 	Summary string // the reply's body after its header: the report, or what failed
 	Base    string // what the series was applied on, and why
 	Machine string // the host and accelerator
-	RunDir  string
+	RunDir  string // where the run is on the watcher's machine (never in a reply)
+	RunID   string // the run's id, which a reply names it by
+	Boots   int    // how many boots were measured
 	Results []byte // results.json, attached
+}
+
+// Public rewrites what the result says for a public list with paths (the
+// Env's replacer of this machine's folders by names a reader can place).
+func (r *Result) Public(paths *strings.Replacer) {
+	r.Summary, r.Base, r.Machine = paths.Replace(r.Summary), paths.Replace(r.Base), paths.Replace(r.Machine)
+	if len(r.Results) > 0 {
+		r.Results = []byte(paths.Replace(string(r.Results)))
+	}
 }
 
 // Stats are what one pass did.
@@ -173,6 +189,9 @@ func (c *Config) defaults() {
 	}
 	if c.Wait == 0 {
 		c.Wait = 2 * time.Hour
+	}
+	if c.CoverWait == 0 {
+		c.CoverWait = min(c.Wait, 10*time.Minute)
 	}
 }
 
@@ -300,7 +319,7 @@ func assemble(ctx context.Context, c Config, st *Stats) (*assembly, error) {
 		return &assembly{asm: listseries.NewAssembler()}, err
 	}
 	parsed := map[string]*listseries.Message{}
-	a := build(c, open, parsed, st)
+	a := build(c, open, parsed, nil, st)
 	var ids []string
 	for _, m := range parsed {
 		ids = append(append(ids, m.ID, m.InReplyTo), m.References...)
@@ -308,35 +327,42 @@ func assemble(ctx context.Context, c Config, st *Stats) (*assembly, error) {
 	for _, p := range a.postings {
 		ids = append(ids, p.Key)
 	}
+	others, err := c.History.OtherWatchMails(ctx, c.Inbox.Path, ids)
+	if err != nil {
+		return nil, err
+	}
 	keys, err := c.History.SettledPostings(ctx, c.Inbox.Path, ids)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range a.postings {
-		if p.Version <= 1 && p.ChangeID() == "" {
+		if p.Version <= 1 && !p.Resend && p.ChangeID() == "" {
 			continue
 		}
-		earlier, err := c.History.EarlierVersions(ctx, c.Inbox.Path, p.Version, p.Subject, p.Author(), p.ChangeID(), p.Linked())
+		earlier, err := c.History.EarlierVersions(ctx, c.Inbox.Path, history.Earlier{Version: p.Version, Resend: p.Resend,
+			Subjects: p.Subjects(), Author: p.Author(), ChangeID: p.ChangeID(), Linked: p.Linked()})
 		if err != nil {
 			return nil, err
 		}
 		keys = append(keys, earlier...)
 	}
-	if len(keys) == 0 {
+	if len(keys) == 0 && len(others) == 0 {
 		return a, nil
 	}
 	mails, err := c.History.OpenWatchMails(ctx, c.Inbox.Path, keys, kinds...)
 	if err != nil {
 		return nil, err
 	}
-	return build(c, mails, parsed, st), nil
+	return build(c, mails, parsed, others, st), nil
 }
 
 // build assembles mails in the order they came, parsing each once a pass
-// (parsed keeps them). A mail no posting takes (a second cover letter, a
-// patch number taken) is said once and settled as "-".
-func build(c Config, mails []history.WatchMail, parsed map[string]*listseries.Message, st *Stats) *assembly {
+// (parsed keeps them); others are the mails they may reply to that are no
+// part. A mail no posting takes (a patch number taken) is said once and
+// settled as "-".
+func build(c Config, mails []history.WatchMail, parsed map[string]*listseries.Message, others []string, st *Stats) *assembly {
 	a := &assembly{asm: listseries.NewAssembler(), settled: map[string]string{}}
+	a.asm.Others(others...)
 	for _, w := range mails {
 		m := parsed[w.MessageID]
 		if m == nil {

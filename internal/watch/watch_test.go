@@ -46,6 +46,7 @@ type fakeEnv struct {
 	jobs   [][]string
 	stop   int
 	cancel context.CancelFunc
+	kind   Kind // every run ends so (a verdict when "")
 }
 
 func (e *fakeEnv) Run(ctx context.Context, job Job) (*Result, error) {
@@ -58,8 +59,11 @@ func (e *fakeEnv) Run(ctx context.Context, job Job) (*Result, error) {
 		e.cancel()
 		return nil, ctx.Err()
 	}
+	if e.kind != "" { // nothing measured
+		return &Result{Kind: e.kind, Summary: "apply patch 2/2 \"uprobes: x\": does not apply", Results: []byte(`{"schema":5}`)}, nil
+	}
 	return &Result{Kind: Verdict, Summary: "uprobe-nop p=1  +1.1 %", Base: "Debian linux-source-6.12 (the lab's source)", Machine: "2 CPUs, TCG",
-		Results: []byte(`{"schema":5}`)}, nil
+		RunID: "20261203-100000", Boots: 2, Results: []byte(`{"schema":5}`)}, nil
 }
 
 // The issue's scenario on a real public-inbox and a real MTA, with a fake
@@ -139,7 +143,8 @@ func TestWatch(t *testing.T) {
 		threads[m.Header.Get("In-Reply-To")] = m.Header.Get("Subject")
 		if m.Header.Get("In-Reply-To") == "<lazy-v2@kernel.org>" {
 			for _, w := range []string{"b4 am -o - 'lazy-v1@kernel.org' > v1.mbx", "b4 am -o - 'lazy-v2@kernel.org' > v2.mbx",
-				"lab run labs/uprobe-lazy-buffer.yaml --series v1.mbx --series v2.mbx", "compared: v2 against v1"} {
+				"lab run labs/uprobe-lazy-buffer.yaml --series v1.mbx --series v2.mbx", "compared: v2 against v1", "run:      20261203-100000",
+				"Every boot's samples and the run's provenance are in the attached results.json"} {
 				if !bytes.Contains(raw, []byte(w)) {
 					t.Errorf("v2's reply lacks %q", w)
 				}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"lab/internal/bisect"
@@ -57,6 +58,7 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	public := e.publicPaths(dir, job.Lab)
 	var named []run.NamedSeries
 	for _, v := range job.Versions {
 		mbx := filepath.Join(dir, v.Name+".mbx")
@@ -65,7 +67,9 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 		}
 		s, err := series.Open(mbx, nil, filepath.Join(dir, v.Name))
 		if err != nil {
-			return &watch.Result{Kind: watch.NotApplied, Summary: fmt.Sprintf("%s could not be read as a series: %v", v.Posting.Name(), err)}, nil
+			out := &watch.Result{Kind: watch.NotApplied, Summary: fmt.Sprintf("%s could not be read as a series: %v", v.Posting.Name(), err)}
+			out.Public(public)
+			return out, nil
 		}
 		defer s.Close()
 		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
@@ -84,6 +88,7 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 		return nil, ctx.Err()
 	}
 	out := &watch.Result{Kind: watch.Verdict, RunDir: runDir}
+	defer out.Public(public)
 	if res != nil {
 		d := describe(out, res, runDir, e.LabVersion)
 		if err := record(ctx, e.History, res); err != nil {
@@ -125,7 +130,11 @@ func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version,
 	out.Summary += "\n\nWhich patch made it slower (lab bisect --each, every patch's step measured):\n\n"
 	switch {
 	case r != nil && r.Bisect != nil:
-		out.Summary += bisectreport.Plain(r)
+		// Its reproduce line would run lab watch's command line; the
+		// reply's own fetches the series from the list.
+		pub := *r
+		pub.Command, pub.Repeat, pub.LabVersion = nil, nil, ""
+		out.Summary += bisectreport.Plain(&pub)
 	case err != nil:
 		out.Summary += "the bisect could not be done: " + err.Error() + "\n"
 	}
@@ -161,13 +170,72 @@ func noisy(d *report.Document, kernel string, out *watch.Result) {
 		strings.Join(drift, "\n    ") + "\n\nA change of that size cannot be told from the host's own drift. On a quieter host, or at\n1 vCPU under icount (--measure icount), the run can say more.\n\n" + out.Summary
 }
 
+// publicPaths are the folders of this machine a reply might name (the
+// watch's own folder, the results, the cache, lab's checkout, the lab's
+// source, the paths on lab watch's command line, the home folder), each
+// with what a reader is told instead.
+func (e *Env) publicPaths(dir string, lab *spec.Lab) *strings.Replacer {
+	var pairs [][2]string
+	// A folder is replaced where a path goes on inside it (a bare
+	// "/tmp" may be part of a word); the source, a file or a tree, where
+	// it is named whole too.
+	add := func(path, as string, whole ...bool) {
+		if path == "" {
+			return
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		pairs = append(pairs, [2]string{path + "/", as + "/"})
+		if len(whole) > 0 {
+			pairs = append(pairs, [2]string{path, as})
+		}
+	}
+	add(dir, ".")
+	add(e.Settings.ResultsDir, "results")
+	add(e.Settings.CacheDir, "$LAB_CACHE")
+	add(e.ModuleRoot, ".")
+	add(lab.Source.Tarball, filepath.Base(lab.Source.Tarball), true)
+	add(lab.Source.Git, filepath.Base(lab.Source.Git), true)
+	add(filepath.Dir(lab.Path), "labs")
+	// lab watch's own command line names its inbox, history and Maildir.
+	for _, arg := range e.Command {
+		if _, path, ok := strings.Cut(arg, "="); ok && filepath.IsAbs(path) {
+			arg = path
+		}
+		if filepath.IsAbs(arg) && filepath.Dir(arg) != "/" {
+			add(arg, filepath.Base(arg), true)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		add(home, "~")
+	}
+	add(os.TempDir(), "$TMPDIR")
+	// Longer paths first: a folder inside another is named by its own.
+	slices.SortStableFunc(pairs, func(a, b [2]string) int { return len(b[0]) - len(a[0]) })
+	var args []string
+	for _, p := range pairs {
+		args = append(args, p[0], p[1])
+	}
+	return strings.NewReplacer(args...)
+}
+
 // describe fills what a finished (or partly finished) run says, and
-// gives its report (nil when nothing was booted).
+// gives its report (nil when nothing was booted). The report's own
+// reproduce line, which runs the run folder's lab file, is left to the
+// reply's, which fetches the series from the list.
 func describe(out *watch.Result, res *results.Run, runDir, labVersion string) *report.Document {
 	var d *report.Document
+	out.RunID, out.Boots = res.RunID, len(res.Boots)
 	if len(res.Boots) > 0 {
 		d = report.Build(res, runDir, labVersion)
-		out.Summary = report.Plain(d)
+		pub := *d
+		pub.Runs = nil
+		for _, r := range d.Runs {
+			r.Reproducer = ""
+			pub.Runs = append(pub.Runs, r)
+		}
+		out.Summary = report.Plain(&pub)
 	}
 	var bases []string
 	for _, s := range res.Series {
@@ -222,9 +290,18 @@ func kindOf(err error) watch.Kind {
 }
 
 // explain is the reply's text for a failed run: the error, which names
-// the patch, file and hunk, the compiler's line, or the failed boots.
+// the patch (by its number and subject), file and hunk, the compiler's
+// line, or the failed boots.
 func explain(err error) string {
 	var build *kbuild.BuildError
+	var apply *series.ApplyError
+	var neither *source.NeitherWayError
+	switch {
+	case errors.As(err, &neither) && errors.As(err, &apply):
+		return "The series applies neither on the lab's source nor in reverse (as a series the source already carries):\n\n" + apply.Public()
+	case errors.As(err, &apply):
+		return apply.Public()
+	}
 	if errors.As(err, &build) {
 		if _, line := build.CompilerError(); line != "" {
 			return "The kernel did not compile:\n\n    " + line + "\n\n" + err.Error()

@@ -37,7 +37,8 @@ func TestKindOf(t *testing.T) {
 		text string
 	}{
 		{fmt.Errorf("series: %w", &series.ApplyError{}), watch.NotApplied, ""},
-		{&source.NeitherWayError{Series: "v2", Forward: &series.ApplyError{}, Reverse: errors.New("no")}, watch.NotApplied, "neither forward nor in reverse"},
+		{&source.NeitherWayError{Series: "v2", Forward: &series.ApplyError{Patch: "/tmp/x/v2/0002-y.patch", Number: 2, Total: 2, Subject: "uprobes: y"}, Reverse: errors.New("no")},
+			watch.NotApplied, "applies neither on the lab's source nor in reverse (as a series the source already carries):\n\napply patch 2/2 \"uprobes: y\": does not apply"},
 		{&run.SameImageError{Same: []string{"x86_64 baseline and v2"}}, watch.SameImage, "no code change"},
 		{fmt.Errorf("kernel: %w", build), watch.BuildFailed, "did not compile:\n\n    kernel/events/uprobes.c:12:3: error: 'x' undeclared"},
 		{&run.FailedBootsError{Failed: 2, Kernel: 2}, watch.BootFailed, "the kernel's fault"},
@@ -106,8 +107,12 @@ func TestAttribute(t *testing.T) {
 			if o := asked[0]; !o.Each || o.Lab.Series != "/tmp/v2.mbx" || o.Lab.Versions != nil {
 				t.Errorf("bisect options %+v", o)
 			}
-			if !strings.Contains(out.Summary, "Which patch made it slower") || !strings.Contains(out.Summary, bisectreport.Plain(bisected)) {
+			table, _, _ := strings.Cut(bisectreport.Plain(bisected), "reproduce:")
+			if !strings.Contains(out.Summary, "Which patch made it slower") || !strings.Contains(out.Summary, table) {
 				t.Errorf("summary lacks the bisect's report:\n%s", out.Summary)
+			}
+			if strings.Contains(out.Summary, "reproduce:") {
+				t.Errorf("the bisect's reproduce line, which runs the watcher's command line, is in the reply:\n%s", out.Summary)
 			}
 		})
 	}
@@ -251,5 +256,38 @@ func TestSlurmSubmitsAndCollects(t *testing.T) {
 	slower := watch.Job{Lab: lab, Versions: []watch.Version{{Name: "patched", Mbox: []byte("one"), Posting: two}}}
 	if res, err := s.Collect(ctx, slower, dir); err != nil || res == nil || !strings.Contains(res.Summary, "lab bisect --each on a copy of "+lab.Path) {
 		t.Errorf("a slower series of two patches: %+v, %v", res, err)
+	}
+}
+
+// What a reply says and attaches names no folder of the watcher's machine:
+// the watch's own, the results, the cache, lab's checkout, the lab's
+// source and the home folder are named as a reader can place them.
+func TestPublicPaths(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	e := &Env{Settings: testbed.Settings{ResultsDir: "/srv/lab/results", CacheDir: filepath.Join(home, ".cache/lab")}, ModuleRoot: "/opt/lab",
+		Command: []string{"/usr/local/bin/lab", "watch", "--inbox", "/var/lib/lists/probes", "--history=/var/lib/lab/history.db"}}
+	lab := &spec.Lab{Path: "/opt/lab/labs/watch-probes.yaml", Source: spec.Source{Tarball: "/usr/src/linux-source-6.12.tar.xz"}}
+	tmp := filepath.Join(os.TempDir(), "lab-watch-123")
+	r := &watch.Result{
+		Summary: "apply " + tmp + "/v2/0002-x.patch: does not apply\nreproduce: ./lab run /srv/lab/results/watch-probes/20261204-132843/lab.yaml\n" +
+			"try series v2 on Debian linux-source-6.12, /usr/src/linux-source-6.12.tar.xz (sha256 c9)\nlog " + home + "/.cache/lab/kernels/k/build.log and " + home + "/notes " +
+			os.TempDir() + "/other/x",
+		Base: "git /opt/lab/linux at v6.12",
+		Results: []byte(`{"qemu":["-kernel","` + home + `/.cache/lab/kernels/k/vmlinux"],"lab":"/opt/lab/labs/watch-probes.yaml",` +
+			`"command":["/usr/local/bin/lab","watch","--inbox","/var/lib/lists/probes","--history=/var/lib/lab/history.db"]}`),
+	}
+	r.Public(e.publicPaths(tmp, lab))
+	all := r.Summary + "\n" + r.Base + "\n" + string(r.Results)
+	for _, p := range []string{home + "/", "/srv/", "/opt/", os.TempDir() + "/", "/usr/src/", "/var/", "/usr/local/"} {
+		if strings.Contains(all, p) {
+			t.Errorf("%s is still named:\n%s", p, all)
+		}
+	}
+	for _, w := range []string{"apply ./v2/0002-x.patch", "results/watch-probes/20261204-132843/lab.yaml", "linux-source-6.12.tar.xz (sha256",
+		"$LAB_CACHE/kernels/k/build.log", "~/notes", `"$LAB_CACHE/kernels/k/vmlinux"`, `"labs/watch-probes.yaml"`, "$TMPDIR/other/x",
+		`"lab","watch","--inbox","probes","--history=history.db"`} {
+		if !strings.Contains(all, w) {
+			t.Errorf("lacks %q:\n%s", w, all)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/mail"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -57,11 +58,15 @@ func watchOnce(t *testing.T, args []string, stopAt ...string) (string, int) {
 
 // The issue's scenario, for real: a public-inbox v2 inbox (Debian's
 // public-inbox) receives an unrelated patch, the lazy uprobe args buffer
-// series as v1, its v2 and a broken mail; lab watch builds and boots real
-// kernels for v1, then for v2 against v1 and the baseline; stopped during
-// v2's boots and started again, it finishes v2; each reply is threaded
-// under its cover letter, accepted by a real MTA (OpenSMTPD) and written
-// to a Maildir once; a last pass does nothing.
+// series as v1 (a cover letter and 2 patches), a patch that applies
+// nowhere, a v2 of one patch sent as b4 and git format-patch
+// --cover-letter send it ([PATCH v2 0/1] and [PATCH v2 1/1], in reply to
+// v1) and a broken mail; lab watch builds and boots real kernels for v1,
+// then for v2 against v1 and the baseline; stopped during v2's boots and
+// started again, it finishes v2; each reply is threaded under its cover
+// letter, names no folder of the machine that ran it, is accepted by a
+// real MTA (OpenSMTPD) and written to a Maildir once; a last pass does
+// nothing.
 func TestWatchAList(t *testing.T) {
 	testenv.E2E(t, "lab watch builds and boots real kernels for two versions of a series")
 	root := testenv.Checkout(t, "../../..")
@@ -88,7 +93,15 @@ matrix:
 	for _, m := range testenv.LazySeries(t, "../../..", 1, "") {
 		pi.Deliver(t, m)
 	}
-	for _, m := range testenv.LazySeries(t, "../../..", 2, "lazy-v1@kernel.org") {
+	pi.Deliver(t, testenv.Mail([][2]string{{"From", "Old Tree <old@example.org>"}, {"To", "test-list@example.org"},
+		{"Subject", "[PATCH] uprobes: a fix for an older tree"}, {"Message-ID", "<stale@example.org>"}},
+		"It fixes a tree that is gone.\n---\ndiff --git a/kernel/events/uprobes.c b/kernel/events/uprobes.c\n--- a/kernel/events/uprobes.c\n"+
+			"+++ b/kernel/events/uprobes.c\n@@ -100,3 +100,3 @@\n no such line in uprobes.c\n-nor this one\n+and this replaces it\n the end\n"))
+	v2 := testenv.Sending{ID: "lazy-v2@kernel.org", Version: 2, InReplyTo: "lazy-v1@kernel.org", From: "Andrii Nakryiko <andrii@kernel.org>",
+		Subject:   "uprobes: prepare the args buffer lazily",
+		CoverBody: "The first patch alone; the second went in separately.\n\nChanges in v2:\n- drop patch 2\n- Link to v1: https://lore.kernel.org/r/lazy-v1@kernel.org\n",
+		Patches:   [][2]string{{"uprobes: prepare uprobe args buffer lazily", testenv.LazyPatch(t, "../../..", 1)}}}
+	for _, m := range v2.Mails() {
 		pi.Deliver(t, m)
 	}
 	pi.Deliver(t, testenv.BrokenPatch(t, "../../.."))
@@ -99,21 +112,21 @@ matrix:
 	args := []string{"--inbox", pi.Dir, "--history", hist, "--results", filepath.Join(work, "results"), "--cache", testbed.DefaultCache(),
 		"--accel", "tcg", "--maildir", maildir, "--smtp", mta.Addr, "--to", "author", labFile}
 
+	v2Name := "[PATCH v2 0/1] uprobes: prepare the args buffer lazily"
 	start := time.Now()
-	out, code := watchOnce(t, args, "[PATCH v2 0/2] uprobes: two common case speed ups: running", "] boot 1/")
+	out, code := watchOnce(t, args, v2Name+": running", "] boot 1/")
 	if code != 143 {
 		t.Fatalf("stopped during v2's boots: exit %d, want 143", code)
 	}
 	for _, w := range []string{"[PATCH] mm: fix a comment: skipped: touches none of the watched paths (mm/memory.c)",
 		"numbered 3/2", "[PATCH 0/2] uprobes: two common case speed ups: answered (verdict)",
-		"[PATCH v2 0/2] uprobes: two common case speed ups: running on lab watch-lazy"} {
+		"[PATCH] uprobes: a fix for an older tree: answered (not-applied)", v2Name + ": running on lab watch-lazy"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("first pass: output lacks %q", w)
 		}
 	}
 	out, code = watchOnce(t, args)
-	if code != 0 || !strings.Contains(out, "[PATCH v2 0/2] uprobes: two common case speed ups: answered (verdict)") ||
-		!strings.Contains(out, "0 mails read") {
+	if code != 0 || !strings.Contains(out, v2Name+": answered (verdict)") || !strings.Contains(out, "0 mails read") {
 		t.Fatalf("second pass: exit %d", code)
 	}
 	t.Logf("from the first mail read to v2's reply queued: %s", time.Since(start).Round(time.Second))
@@ -122,12 +135,24 @@ matrix:
 		t.Errorf("idle pass: exit %d", code)
 	}
 
-	got := mta.Delivered(t, 2)
-	if len(got) != 2 {
-		t.Fatalf("the MTA delivered %d replies, want 2", len(got))
+	got := mta.Delivered(t, 3)
+	if len(got) != 3 {
+		t.Fatalf("the MTA delivered %d replies, want 3", len(got))
 	}
-	if files, _ := filepath.Glob(filepath.Join(maildir, "new", "*")); len(files) != 2 {
-		t.Errorf("the Maildir holds %d replies, want 2", len(files))
+	files, _ := filepath.Glob(filepath.Join(maildir, "new", "*"))
+	if len(files) != 3 {
+		t.Errorf("the Maildir holds %d replies, want 3", len(files))
+	}
+	home, _ := os.UserHomeDir()
+	machine := []string{work, root, testbed.DefaultCache(), pi.Dir, os.TempDir() + "/", home + "/"}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := testenv.MachinePaths(raw, machine...); len(found) > 0 {
+			t.Errorf("a reply names folders of this machine %q:\n%s", found, raw)
+		}
 	}
 	bodies := map[string]string{}
 	for _, raw := range got {
@@ -136,22 +161,28 @@ matrix:
 			t.Fatal(err)
 		}
 		bodies[m.Header.Get("In-Reply-To")] = string(raw)
-		if m.Header.Get("X-Lab-Verdict") != "verdict" {
-			t.Errorf("reply to %s: verdict %q", m.Header.Get("In-Reply-To"), m.Header.Get("X-Lab-Verdict"))
-		}
 	}
-	v1, v2 := bodies["<lazy-v1@kernel.org>"], bodies["<lazy-v2@kernel.org>"]
-	for _, w := range []string{"Subject: Re: [PATCH 0/2] uprobes: two common case speed ups", "uretprobe-nop", "lab run ", "results.json"} {
+	v1, v2r, stale := bodies["<lazy-v1@kernel.org>"], bodies["<lazy-v2@kernel.org>"], bodies["<stale@example.org>"]
+	for _, w := range []string{"X-Lab-Verdict: verdict", "Subject: Re: [PATCH 0/2] uprobes: two common case speed ups", "uretprobe-nop", "lab run ", "results.json"} {
 		if !strings.Contains(v1, w) {
 			t.Errorf("v1's reply lacks %q:\n%s", w, v1)
 		}
 	}
-	for _, w := range []string{"Subject: Re: [PATCH v2 0/2] uprobes: two common case speed ups", "v2 against v1", "uretprobe-nop"} {
-		if !strings.Contains(v2, w) {
-			t.Errorf("v2's reply lacks %q:\n%s", w, v2)
+	for _, w := range []string{"X-Lab-Verdict: verdict", "Subject: Re: " + v2Name, "series:   " + v2Name + " (1 patch)",
+		"v2 against v1", "and against the base", "uretprobe-nop"} {
+		if !strings.Contains(v2r, w) {
+			t.Errorf("v2's reply lacks %q:\n%s", w, v2r)
 		}
 	}
-	t.Logf("v2's reply:\n%s", v2)
+	for _, w := range []string{"X-Lab-Verdict: not-applied", `patch "uprobes: a fix for an older tree": does not apply`, "b4 am -o - 'stale@example.org'"} {
+		if !strings.Contains(stale, w) {
+			t.Errorf("the stale patch's reply lacks %q:\n%s", w, stale)
+		}
+	}
+	if strings.Contains(stale, "samples") {
+		t.Errorf("a reply that measured nothing speaks of samples:\n%s", stale)
+	}
+	t.Logf("v2's reply:\n%s", v2r)
 
 	store, err := history.Open(t.Context(), hist)
 	if err != nil {
