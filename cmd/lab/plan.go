@@ -78,7 +78,11 @@ func (f *planFlags) request(fs *flag.FlagSet, labArg string) (cluster.Request, s
 	if err := f.run.Apply(&opt, root); err != nil {
 		return cluster.Request{}, "", usageError{err.Error()}
 	}
-	req := cluster.Request{Lab: lab, LabFile: labPath(root, labArg), Args: cluster.Args(givenFlags(fs)), Shards: f.shards.V, Only: opt.Only}
+	boots, err := testbed.PlannedBoots(lab, opt.Accel)
+	if err != nil {
+		return cluster.Request{}, "", err
+	}
+	req := cluster.Request{Lab: lab, LabFile: labPath(root, labArg), Args: cluster.Args(givenFlags(fs)), Shards: f.shards.V, Only: opt.Only, ShapeBoots: boots}
 	if f.run.Cache.IsSet() {
 		req.Cache = absPath(f.run.Cache.V)
 	}

@@ -27,7 +27,7 @@ func fakeSbatch(t *testing.T) string {
 func TestSubmitSlurm(t *testing.T) {
 	log := fakeSbatch(t)
 	results, cache := t.TempDir(), t.TempDir()
-	code, stdout, stderr := labCmd(t, "submit", "slurm", srcuLab, "--shards", "2", "--cpus", "1", "--partition", "gpu",
+	code, stdout, stderr := labCmd(t, "submit", "slurm", srcuLab, "--shards", "2", "--cpus", "1", "--boots", "2", "--partition", "gpu",
 		"--exclusive=false", "--results", results, "--cache", cache)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -49,7 +49,7 @@ func TestSubmitSlurm(t *testing.T) {
 		t.Errorf("sbatch calls:\n%s", calls)
 	}
 	boot, err := os.ReadFile(filepath.Join(sub, "scripts", "boot.sh"))
-	if err != nil || !strings.Contains(string(boot), "--no-build --cpus=1 --cache "+cache+" --results "+filepath.Join(sub, "shards")) {
+	if err != nil || !strings.Contains(string(boot), "--no-build --boots=2 --cpus=1 --cache "+cache+" --results "+filepath.Join(sub, "shards")) {
 		t.Errorf("boot.sh: %s %v", boot, err)
 	}
 }

@@ -88,8 +88,10 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	b.mu.Lock()
 	b.booted++
 	idx := b.booted
+	b.seeds[k]++ // the step's k-th boot draws stream k
+	seed := b.seeds[k] + b.earlierOf(k)
 	b.mu.Unlock()
-	booter := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf}
+	booter := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf, Seed: seed}
 	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
 	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.bench.Initrd(b.plan.Arch.Name), "", idx, fmt.Sprintf("step%02d", k), label)
 	boot.Variant = b.variantOf(k)

@@ -96,7 +96,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil
-	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]given{}}
+	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]given{}, seeds: map[int]int{}}
 	b.rep = progress.New(opt.Out, b.start)
 	defer b.rep.Stop()
 	if fig != nil {
@@ -150,6 +150,9 @@ type bisector struct {
 	booted int
 	// earlier counts the figures taken from boots before this bisect.
 	earlier int
+	// seeds counts each step's boots: an icount step's k-th boot here is
+	// given the seed after those of its earlier figures.
+	seeds map[int]int
 }
 
 // workers is how many boots run at once: the plan's (see testbed.Parallelize)

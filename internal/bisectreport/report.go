@@ -161,8 +161,11 @@ func changeText(bi *results.Bisect, c stats.Change) string {
 }
 
 func pctCI(c stats.Change, d int) string {
-	if c.NoData {
+	switch {
+	case c.NoData:
 		return "–"
+	case c.Exact:
+		return c.Words()
 	}
 	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f], p = %.3f", d, c.Pct, d, c.Lo, d, c.Hi, c.P)
 }

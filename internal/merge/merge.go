@@ -361,11 +361,15 @@ func expectedBoots(shards []Shard, n int) ([][]int, error) {
 		vs = kernels
 	}
 	m := shards[0].Run.Matrix
-	shapes, err := m.ShapeCount()
-	if err != nil {
-		return nil, fmt.Errorf("the shards' matrix: %w", err)
+	boots := shards[0].Run.ShapeBoots
+	if len(boots) == 0 { // shards from before per-shape boots: the same on every shape
+		shapes, err := m.ShapeCount()
+		if err != nil {
+			return nil, fmt.Errorf("the shards' matrix: %w", err)
+		}
+		boots = shard.Same(shapes, m.Boots)
 	}
-	out, _ := shard.Deal(shapes, m.Boots, vs, n)
+	out, _ := shard.Deal(boots, vs, n)
 	return out, nil
 }
 

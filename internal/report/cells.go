@@ -94,7 +94,10 @@ func Headline(t verdict.Table) string {
 	}
 	figure := func(r verdict.Row) string {
 		c := r.Change
-		if r.Variants.Baseline.N < 2 || r.Variants.Patched.N < 2 {
+		switch {
+		case c.Exact:
+			return r.Label() + " " + c.Words()
+		case r.Variants.Baseline.N < 2 || r.Variants.Patched.N < 2:
 			return fmt.Sprintf("%s %+.*f %%", r.Label(), d, c.Pct) // one boot a side: no interval, no test
 		}
 		return fmt.Sprintf("%s %+.*f %% [%+.*f, %+.*f] (p = %.3f)", r.Label(), d, c.Pct, d, c.Lo, d, c.Hi, c.P)
@@ -116,7 +119,7 @@ func Headline(t verdict.Table) string {
 	default:
 		all := append(append([]verdict.Row(nil), rates...), ratios...)
 		byEffect(all)
-		if minN := stats.MinN(); b < minN || p < minN {
+		if minN := stats.MinN(); (b < minN || p < minN) && !all[0].Change.Exact {
 			return fmt.Sprintf("%s: with %d+%d boots no change can be significant (%d per variant needed); the largest seen was %s.",
 				name, b, p, minN, figure(all[0]))
 		}
@@ -259,9 +262,14 @@ func num(s verdict.Summary, scale float64, digits int) string {
 	return fmt.Sprintf("%.*f", decimals(s.Mean/scale, digits), s.Mean/scale)
 }
 
+// pText is the p column: the U test's p, or "exact" for a change judged by
+// its size (icount figures, stats.CompareExact).
 func pText(c stats.Change) string {
-	if c.NoData {
+	switch {
+	case c.NoData:
 		return "–"
+	case c.Exact:
+		return "exact"
 	}
 	return fmt.Sprintf("%.3f", c.P)
 }
@@ -271,9 +279,9 @@ func pMarked(c stats.Change) string {
 		return ""
 	}
 	if c.Verdict == stats.Same {
-		return fmt.Sprintf("%.3f ~", c.P)
+		return pText(c) + " ~"
 	}
-	return fmt.Sprintf("%.3f  ", c.P)
+	return pText(c) + "  "
 }
 
 func pct(r verdict.Row, digits int) string {
@@ -289,7 +297,9 @@ func deltaCI(r verdict.Row, digits int) string {
 		return "–"
 	}
 	d := digits - 2
-	if base.N < 2 && pat.N < 2 {
+	if base.N < 2 && pat.N < 2 || r.Change.Exact {
+		// One boot a side, or exact figures: no interval to give (the
+		// seeds' spread is in the notes).
 		return fmt.Sprintf("%+.*f %%", d, r.Change.Pct)
 	}
 	return fmt.Sprintf("%+.*f %% [%+.*f, %+.*f]", d, r.Change.Pct, d, r.Change.Lo, d, r.Change.Hi)

@@ -355,7 +355,7 @@ func caveats(tables []verdict.Table) []string {
 			}
 		}
 		minN := stats.MinN()
-		if t.Boots.Baseline < minN || t.Boots.Patched < minN {
+		if !t.Shape.ICount() && (t.Boots.Baseline < minN || t.Boots.Patched < minN) {
 			add(fmt.Sprintf("%s: %d+%d boots: too few for any change to reach p < %.2f (%d per variant needed)", t.Name(), t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
 		}
 		for _, dr := range t.Drift {

@@ -152,7 +152,10 @@ func evidence(c verdict.ClaimResult) string {
 		if k.Verdict != verdict.Reproduced && k.Change.Why != "" {
 			why = " (" + k.Change.Why + ")"
 		}
-		parts = append(parts, fmt.Sprintf("%s, %s: %+.3f %% [%+.3f, %+.3f], p=%.3f → %s%s", k.Table, k.Row, k.Change.Pct, k.Change.Lo, k.Change.Hi, k.Change.P, k.Verdict, why))
+		if k.Change.Exact {
+			why = ""
+		}
+		parts = append(parts, fmt.Sprintf("%s, %s: %s → %s%s", k.Table, k.Row, k.Change.Words(), k.Verdict, why))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -256,7 +259,7 @@ func CSV(d *Document) string {
 	w.Write([]string{"arch", "cpus", "topology", "accel", "clock", "benchmark", "producers", "metric", "control",
 		"baseline_n", "baseline_mean", "baseline_stddev", "baseline_median", "baseline_median_lo", "baseline_median_hi",
 		"patched_n", "patched_mean", "patched_stddev", "patched_median", "patched_median_lo", "patched_median_hi",
-		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "tool", "variant", "against"})
+		"change_pct", "change_lo_pct", "change_hi_pct", "p", "verdict", "floor_pct", "exact", "seeds", "seed_spread_pct", "tool", "variant", "against"})
 	f := func(v float64) string { return fmt.Sprintf("%.6g", v) }
 	for _, c := range d.Comparisons {
 		for _, t := range c.Tables {
@@ -268,8 +271,12 @@ func CSV(d *Document) string {
 						s := r.Variants.Get(v)
 						rec = append(rec, fmt.Sprint(s.N), f(s.Mean), f(s.Stddev), f(s.Median), f(s.Lo), f(s.Hi))
 					}
-					rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), f(r.Change.P), r.Change.Verdict, f(r.Change.FloorPct), r.Tool,
-						string(c.Patched), string(c.Against))
+					p := f(r.Change.P)
+					if r.Change.Exact {
+						p = "" // judged by its size, not a test
+					}
+					rec = append(rec, f(r.Change.Pct), f(r.Change.Lo), f(r.Change.Hi), p, r.Change.Verdict, f(r.Change.FloorPct),
+						fmt.Sprint(r.Change.Exact), fmt.Sprint(r.Change.Seeds), f(r.Change.SpreadPct), r.Tool, string(c.Patched), string(c.Against))
 					w.Write(rec)
 				}
 			}

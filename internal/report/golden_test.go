@@ -58,6 +58,34 @@ func fakeRun() *results.Run {
 	return r
 }
 
+// icountRun is a run under icount at 1 vCPU, 2 seeds per kernel: uprobe-nop
+// 1.164 % faster, uretprobe-nop 0.004 % (within the floor), the controls
+// within a millionth, each seed a hair apart.
+func icountRun() *results.Run {
+	r := fakeRun()
+	shape, _ := topology.Resolve("x86_64", topology.Request{CPUs: 1, Memory: "1G"})
+	r.Boots = nil
+	res := func(bench string, rate float64) protocol.Result {
+		// A long interval keeps the rate's digits in the hit count.
+		return protocol.Result{Benchmark: bench, Producers: 1, Samples: []protocol.Sample{{IntervalNS: 1e12, Hits: uint64(rate * 1e3), Rate: rate}}}
+	}
+	for i := 0; i < 4; i++ {
+		v, k, u := variant.Baseline, 1.0, 1.0
+		if i%2 == 1 {
+			v, k, u = variant.Patched, 1.01164, 1.00004
+		}
+		seed := 1 + i/2
+		j := 1 + 1e-6*float64(seed-1) // a seed's own stream, 0.0001 % apart
+		r.Boots = append(r.Boots, results.Boot{Index: i + 1, Round: i / 2, Seed: seed, Arch: "x86_64", CPUs: 1, Variant: v,
+			Accel: results.Accel{Name: results.TCG, Reason: "test"}, Clock: results.ClockICount, Shape: &shape,
+			Outcome: &results.Outcome{QEMU: "qemu-system-x86_64", Args: []string{"-M", "q35", "-icount", "shift=0,sleep=off", "-seed", fmt.Sprint(seed)}, QEMUVersion: "7.2.22"},
+			Hello:   &protocol.Hello{Method: "producer-program, 250ms samples"},
+			Results: []protocol.Result{res("uprobe-nop", 1.14984e6*k*j), res("uretprobe-nop", 0.62065e6*u*j),
+				res("usermode-count", 197.99968e6*j), res("syscall-count", 5.74301e6*j)}})
+	}
+	return r
+}
+
 // onlyPatched is fakeRun as run with --only patched.
 func onlyPatched() *results.Run {
 	r := fakeRun()
@@ -104,6 +132,10 @@ func TestGoldenFormats(t *testing.T) {
 			return Build(r, "results/fake/20260101-000000", "test"), r
 		}},
 		{"compare", twoRuns},
+		{"icount", func() (*Document, *results.Run) {
+			r := icountRun()
+			return Build(r, "results/fake/20260101-000000", "test"), r
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, r := tc.doc()

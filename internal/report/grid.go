@@ -129,9 +129,15 @@ func fill(d *Document, g *Grid) {
 		booted[c.Against] = booted[c.Against] || t.Boots.Baseline > 0
 		booted[c.Patched] = booted[c.Patched] || t.Boots.Patched > 0
 		if t.Boots.Baseline > 0 && t.Boots.Patched > 0 {
-			head := "Δ [95% CI]"
+			// Exact (icount) changes have no interval: the seeds' spread
+			// is in the notes.
+			interval := " [95% CI]"
+			if t.Shape.ICount() {
+				interval = ""
+			}
+			head := "Δ" + interval
 			if d.named() {
-				head = "Δ " + c.Name() + " [95% CI]"
+				head = "Δ " + c.Name() + interval
 			}
 			g.Changes = append(g.Changes, Change{Comparison: c.Comparison, Head: head})
 			changed = append(changed, ci)

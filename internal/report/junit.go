@@ -103,8 +103,8 @@ func JUnit(d *Document) *JUnitSuite {
 }
 
 func changeText(c stats.Change) string {
-	if c.NoData {
-		return "no data"
+	if c.NoData || c.Exact {
+		return c.Words()
 	}
-	return fmt.Sprintf("%+.3f %% [%+.3f, %+.3f], p = %.3f (%s)", c.Pct, c.Lo, c.Hi, c.P, verdictMark(c))
+	return fmt.Sprintf("%s (%s)", c.Words(), verdictMark(c))
 }

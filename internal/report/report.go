@@ -52,12 +52,35 @@ func Header(lab string, t verdict.Table) string {
 	return strings.Join(parts, " · ")
 }
 
+// exactNote says how an icount table is judged: by each change's size
+// against the floor, the figures being exact.
+func exactNote(t verdict.Table) string {
+	seeds := min(t.Boots.Baseline, t.Boots.Patched)
+	spread := 0.0
+	for _, r := range t.AllRows() {
+		if r.Agent() && !r.Change.NoData {
+			spread = math.Max(spread, r.Change.SpreadPct)
+		}
+	}
+	boots := "1 boot per kernel"
+	switch {
+	case seeds > 1 && spread == 0:
+		boots = fmt.Sprintf("%d boots per kernel, each its own seed, agreeing to the last digit", seeds)
+	case seeds > 1:
+		boots = fmt.Sprintf("%d boots per kernel, each its own seed, agreeing within %s %% at most", seeds, stats.SpreadText(spread))
+	}
+	return fmt.Sprintf("exact: icount figures are path lengths, the same in every boot of one image and seed (%s); a change counts when it is larger than the floor, %.3f %% (at least %.2f %%: 3× the controls' spread and change, 3× the seeds' spread), with no p-value; ~ = within it",
+		boots, t.FloorPct, t.MinFloorPct())
+}
+
 // Notes explain how to read a table: significance, floor, drift, failed
 // boots.
 func Notes(t verdict.Table) []string {
 	var out []string
 	minN := stats.MinN()
 	switch {
+	case t.Shape.ICount():
+		out = append(out, exactNote(t))
 	case t.Paired:
 		// Said below, with the hosts.
 	case t.Boots.Baseline < minN || t.Boots.Patched < minN:
@@ -65,9 +88,6 @@ func Notes(t verdict.Table) []string {
 			t.Boots.Baseline, t.Boots.Patched, stats.Alpha, minN))
 	default:
 		out = append(out, fmt.Sprintf("p: two-sided Mann-Whitney U over boots (one observation per boot); ~ = not significant at %.2f", stats.Alpha))
-	}
-	if t.FloorPct > 0 {
-		out = append(out, fmt.Sprintf("icount: changes within %.3f %% (3× the controls' spread and change, at least %.2f %%) count as ~, whatever p says", t.FloorPct, t.MinFloorPct()))
 	}
 	for _, tool := range benchmark.Tools() {
 		res := 0.0

@@ -11,19 +11,22 @@ import (
 // Matrix is what the run measured: the lab file's matrix after the command
 // line's flags (package spec reads it; package run records it).
 type Matrix struct {
-	Arch          []string      `json:"arch"`
-	CPUs          []int         `json:"cpus"`
-	Memory        string        `json:"memory"`
-	Benchmarks    []string      `json:"benchmarks"`
-	Producers     []int         `json:"producers"`
-	ClipProducers bool          `json:"clip_producers"`
-	Boots         int           `json:"boots"`
-	Duration      time.Duration `json:"duration_ns"`
-	Warmup        time.Duration `json:"warmup_ns"`
-	Measure       string        `json:"measure"`
-	Affinity      *bool         `json:"affinity"`
-	MaxActive     int           `json:"maxactive"`
-	Controls      *bool         `json:"controls"`
+	Arch          []string `json:"arch"`
+	CPUs          []int    `json:"cpus"`
+	Memory        string   `json:"memory"`
+	Benchmarks    []string `json:"benchmarks"`
+	Producers     []int    `json:"producers"`
+	ClipProducers bool     `json:"clip_producers"`
+	Boots         int      `json:"boots"`
+	// Seeds is the lab's boots per kernel under icount (0: the default).
+	Seeds int `json:"seeds,omitempty"`
+
+	Duration  time.Duration `json:"duration_ns"`
+	Warmup    time.Duration `json:"warmup_ns"`
+	Measure   string        `json:"measure"`
+	Affinity  *bool         `json:"affinity"`
+	MaxActive int           `json:"maxactive"`
+	Controls  *bool         `json:"controls"`
 	// The guest's shape: NUMA node counts (an axis) or an explicit
 	// layout, and the optional topology.
 	NUMA       []int            `json:"numa"`

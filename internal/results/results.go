@@ -76,6 +76,10 @@ type Run struct {
 	Shard *Shard `json:"shard,omitempty"`
 	// Merged is set when lab merge made the run from shards' folders.
 	Merged *Merged `json:"merged,omitempty"`
+	// ShapeBoots are each shape's boots per kernel as the run planned
+	// them (the matrix's boots on the wall clock, its seeds under icount),
+	// in the matrix's shape order: how lab merge deals a run's shards.
+	ShapeBoots []int `json:"shape_boots,omitempty"`
 }
 
 // The kinds of record, as Run.Kind says.
@@ -364,6 +368,11 @@ type Boot struct {
 	// baseline and patched boots of a round ran back to back on one host,
 	// a pair.
 	Round int `json:"round"`
+	// Seed is an icount boot's random seed (QEMU's -seed): each boot of a
+	// kernel draws its own stream, and the spread across seeds is what
+	// the figure's random part can move it. 0 for a wall-clock boot; runs
+	// from before per-boot seeds had 1 in every icount boot.
+	Seed int `json:"seed,omitempty"`
 	// Host is set in runs merged from shards: the host this boot ran on.
 	Host    *Host             `json:"host,omitempty"`
 	Arch    string            `json:"arch"`

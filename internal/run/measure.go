@@ -12,7 +12,6 @@ import (
 	"lab/internal/results"
 	"lab/internal/shard"
 	"lab/internal/testbed"
-	"lab/internal/variant"
 	"lab/internal/workpool"
 )
 
@@ -67,7 +66,7 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 		sl := slots[n]
 		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
 		qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
-		b, err := r.boot(ctx, p, sl.Variant, art, sl.Index, qmp, label)
+		b, err := r.boot(ctx, p, sl, art, qmp, label)
 		b.Round = sl.Round
 		mu.Lock()
 		defer mu.Unlock()
@@ -98,8 +97,11 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 	return failed, nil
 }
 
-// boot runs one guest of plan p with variant v's kernel.
-func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, v variant.Variant, art *Artifacts, idx int, qmp, label string) (results.Boot, error) {
+// boot runs one guest of plan p: slot sl's variant's kernel, with the
+// round's seed (the k-th boot of each kernel draws stream k, so that the
+// rounds of a shape are pairs of one seed).
+func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, art *Artifacts, qmp, label string) (results.Boot, error) {
+	v, idx := sl.Variant, sl.Index
 	kernel, err := art.Kernel(p.Arch.Name, v)
 	if err != nil {
 		return results.Boot{Index: idx, Variant: v}, err
@@ -109,7 +111,7 @@ func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, v variant.Varian
 		return results.Boot{Index: idx, Variant: v}, err
 	}
 	b := testbed.Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf,
-		Results: func(n int) { r.received(idx, n) }}
+		Results: func(n int) { r.received(idx, n) }, Seed: sl.Round + 1}
 	return b.Run(ctx, p, kernel, initrd, v, idx, string(v), label)
 }
 

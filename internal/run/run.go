@@ -191,7 +191,8 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 			return r.run, r.dir, err
 		}
 	}
-	slots := opt.Shard.Pick(shard.Order(len(plans), lab.Matrix.Boots, variants))
+	r.run.ShapeBoots = testbed.ShapeBoots(plans, lab.Matrix)
+	slots := opt.Shard.Pick(shard.Order(r.run.ShapeBoots, variants))
 	if opt.BuildOnly {
 		slots = nil
 	}

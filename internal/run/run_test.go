@@ -92,7 +92,7 @@ func goodOutcome(c vm.Config, rate float64) *vm.Outcome {
 func fakeLab(boots int, cpus ...int) *spec.Lab {
 	return &spec.Lab{Name: "fake", Matrix: spec.Matrix{
 		Arch: []string{"x86_64"}, CPUs: cpus, Memory: "1G", Benchmarks: []string{"uprobe-nop"},
-		Producers: []int{1}, Boots: boots, Measure: spec.MeasureAuto,
+		Producers: []int{1}, Boots: boots, Seeds: boots, Measure: spec.MeasureAuto,
 		Duration: spec.Duration{Duration: time.Second},
 	}}
 }

@@ -115,7 +115,7 @@ func TestRunSeveralRefuses(t *testing.T) {
 func TestRunSeveralReport(t *testing.T) {
 	env := &fakeEnv{boot: func(ctx context.Context, n int, c vm.Config) (*vm.Outcome, error) { return severalOutcome(c), nil }}
 	opt := severalOptions(t, "v1", "v2")
-	opt.Lab.Matrix.Boots = 4
+	opt.Lab.Matrix.Boots, opt.Lab.Matrix.Seeds = 4, 4
 	opt.Lab.Claims = []spec.Claim{{Benchmark: "uprobe-nop", Producers: []int{1}, Direction: "faster"}}
 	res, dir, err := runImpl(context.Background(), opt, tcgHost(), env)
 	if err != nil {
@@ -139,7 +139,7 @@ func TestRunSeveralReport(t *testing.T) {
 	}
 	text := report.Text(d, false)
 	t.Logf("\n%s", text)
-	for _, want := range []string{"baseline M/s", "v1 M/s", "v2 M/s", "Δ v1 vs baseline [95% CI]", "Δ v2 vs v1 [95% CI]", "4+4+4 boots", "v2 vs v1: "} {
+	for _, want := range []string{"baseline M/s", "v1 M/s", "v2 M/s", "Δ v1 vs baseline  p", "Δ v2 vs v1  p", "faster by 2.010 % (exact", "4+4+4 boots", "v2 vs v1: "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the table lacks %q", want)
 		}

@@ -19,13 +19,13 @@ type Slot struct {
 	Index   int // 1-based position in the whole run: the boot's number, also in a shard
 }
 
-// Order is the run's boot order: shape after shape, and within a shape the
-// variants alternate (baseline, patched, baseline, ...), so that drift of
-// the host hits both alike.
-func Order(shapes, boots int, variants []variant.Variant) []Slot {
+// Order is the run's boot order, boots[p] rounds of shape p: shape after
+// shape, and within a shape the variants alternate (baseline, patched,
+// baseline, ...), so that drift of the host hits both alike.
+func Order(boots []int, variants []variant.Variant) []Slot {
 	var out []Slot
-	for p := 0; p < shapes; p++ {
-		for i := 0; i < boots; i++ {
+	for p, n := range boots {
+		for i := 0; i < n; i++ {
 			for _, v := range variants {
 				out = append(out, Slot{Shape: p, Round: i, Variant: v, Index: len(out) + 1})
 			}
@@ -75,15 +75,27 @@ func (s Shard) Pick(slots []Slot) []Slot {
 	return out
 }
 
+// Same is n shapes' boots of boots each.
+func Same(n, boots int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = boots
+	}
+	return out
+}
+
 // Deal gives each of n shards its boot numbers, as lab run --shard deals
 // them (Order, then Pick), and the run's pair count: a round of a shape.
-func Deal(shapes, boots int, variants []variant.Variant, n int) (shards [][]int, pairs int) {
-	slots := Order(shapes, boots, variants)
+func Deal(boots []int, variants []variant.Variant, n int) (shards [][]int, pairs int) {
+	slots := Order(boots, variants)
 	shards = make([][]int, n)
 	for k := range shards {
 		for _, s := range (Shard{K: k, N: n}).Pick(slots) {
 			shards[k] = append(shards[k], s.Index)
 		}
 	}
-	return shards, shapes * boots
+	for _, b := range boots {
+		pairs += b
+	}
+	return shards, pairs
 }

@@ -11,7 +11,7 @@ import (
 
 func TestOrder(t *testing.T) {
 	var got []string
-	for _, s := range Order(2, 2, variant.Both) {
+	for _, s := range Order([]int{2, 2}, variant.Both) {
 		got = append(got, fmt.Sprintf("%d%d%c", s.Shape, s.Round, s.Variant[0]))
 	}
 	if strings.Join(got, " ") != "00b 00p 01b 01p 10b 10p 11b 11p" {
@@ -22,7 +22,7 @@ func TestOrder(t *testing.T) {
 // Shards take boot pairs round-robin over all shapes: every shard boots
 // both variants, and together they make the whole run, each boot once.
 func TestShards(t *testing.T) {
-	all := Order(2, 3, variant.Both) // 2 shapes × 3 rounds × 2 variants
+	all := Order(Same(2, 3), variant.Both) // 2 shapes × 3 rounds × 2 variants
 	seen := map[int]int{}
 	for k := 0; k < 4; k++ {
 		part := Shard{K: k, N: 4}.Pick(all)
@@ -76,10 +76,26 @@ func TestDeal(t *testing.T) {
 		{"more shards than pairs", 1, 1, variant.Both, 2, [][]int{{1, 2}, nil}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, pairs := Deal(tc.shapes, tc.boots, tc.variants, tc.n)
+			got, pairs := Deal(Same(tc.shapes, tc.boots), tc.variants, tc.n)
 			if !reflect.DeepEqual(got, tc.want) || pairs != tc.pairs {
 				t.Errorf("Deal = %v, %d pairs; want %v, %d", got, pairs, tc.want, tc.pairs)
 			}
 		})
+	}
+}
+
+// Shapes of a run may boot their kernels a different number of times (the
+// seeds under icount, the boots on the wall clock): each deals its own.
+func TestOrderPerShape(t *testing.T) {
+	var got []string
+	for _, s := range Order([]int{1, 3}, variant.Both) {
+		got = append(got, fmt.Sprintf("%d/%d/%s", s.Shape, s.Round, s.Variant))
+	}
+	want := "0/0/baseline 0/0/patched 1/0/baseline 1/0/patched 1/1/baseline 1/1/patched 1/2/baseline 1/2/patched"
+	if strings.Join(got, " ") != want {
+		t.Errorf("order %s, want %s", strings.Join(got, " "), want)
+	}
+	if _, pairs := Deal([]int{1, 3}, variant.Both, 2); pairs != 4 {
+		t.Errorf("pairs %d, want 4", pairs)
 	}
 }

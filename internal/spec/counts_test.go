@@ -12,7 +12,7 @@ import (
 // the kernel's default).
 var (
 	countKeys = []string{"cpus", "producers", "boots", "numa", "sockets", "clusters", "cores", "threads"}
-	zeroOK    = map[string]bool{"maxactive": true}
+	zeroOK    = map[string]bool{"maxactive": true, "seeds": true} // seeds 0: the default
 )
 
 // TestEveryCountIsKnown: a whole-number matrix key added later must be put

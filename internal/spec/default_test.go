@@ -69,7 +69,7 @@ func TestDefault(t *testing.T) {
 		boots     int
 		measure   string
 	}{
-		{"TCG", Host{MemoryMiB: 4096, CPUs: 2}, "x86_64", []int{1}, []int{1}, 4, MeasureICount},
+		{"TCG", Host{MemoryMiB: 4096, CPUs: 2}, "x86_64", []int{1}, []int{1}, 1, MeasureICount},
 		{"KVM, 16 CPUs", Host{MemoryMiB: 65536, CPUs: 16, KVMArch: "x86_64"}, "x86_64", []int{1, 2, 4, 8, 16}, []int{1, 2, 4, 8, 16}, 8, MeasureWall},
 		{"KVM, 6 CPUs", Host{MemoryMiB: 65536, CPUs: 6, KVMArch: "arm64"}, "arm64", []int{1, 2, 4, 6}, []int{1, 2, 4, 6}, 8, MeasureWall},
 		{"KVM, 1 CPU", Host{MemoryMiB: 4096, CPUs: 1, KVMArch: "x86_64"}, "x86_64", []int{1}, []int{1}, 8, MeasureWall},

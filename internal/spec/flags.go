@@ -39,7 +39,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.CPUs, "cpus", "vCPU counts, comma-separated")
 	fs.Var(&f.Producers, "producers", "producer counts, comma-separated")
 	fs.Var(&f.Benchmarks, "benchmarks", "benchmarks, comma-separated (lab benchmarks lists them)")
-	fs.Var(&f.Boots, "boots", "boots per variant")
+	fs.Var(&f.Boots, "boots", "boots per kernel, on any clock (under icount each with its own seed; the default there is one: its figures are exact)")
 	fs.Var(&f.Duration, "duration", "measured time per benchmark (one sample a second; under 1s, one sample that long), e.g. 5s or 500ms")
 	fs.Var(&f.Warmup, "warmup", "warm-up time per benchmark, dropped (0: none)")
 	fs.Var(&f.Measure, "measure", "clock: auto, wall or icount")
@@ -87,7 +87,7 @@ func (f *Flags) Apply(lab *Lab) error {
 		m.Controls = &off
 	}
 	if f.Boots.IsSet() {
-		m.Boots = f.Boots.V
+		m.Boots, m.Seeds = f.Boots.V, f.Boots.V
 	}
 	if f.Duration.IsSet() {
 		m.Duration.Duration = f.Duration.V

@@ -134,13 +134,19 @@ type Matrix struct {
 	Producers  []int    `yaml:"producers,flow"`
 	// ClipProducers drops producer counts above a guest's vCPUs instead of
 	// rejecting them: "1, 2, 4, ... up to the vCPUs" across a cpus matrix.
-	ClipProducers bool     `yaml:"clip_producers,omitempty"`
-	Boots         int      `yaml:"boots"`
-	Duration      Duration `yaml:"duration"`
-	Warmup        Duration `yaml:"warmup"`
-	Measure       string   `yaml:"measure"`
-	Affinity      *bool    `yaml:"affinity,omitempty"`
-	MaxActive     int      `yaml:"maxactive,omitempty"` // for tracefs kretprobes; 0: kernel default
+	ClipProducers bool `yaml:"clip_producers,omitempty"`
+	// Boots is how many times each kernel boots on the wall clock, where
+	// figures drift from boot to boot and a U test needs several.
+	Boots int `yaml:"boots"`
+	// Seeds is how many times each kernel boots under icount, each boot
+	// with its own random seed (0: DefaultSeeds): the figures are exact,
+	// and more seeds only show how far the random stream moves them.
+	Seeds     int      `yaml:"seeds,omitempty"`
+	Duration  Duration `yaml:"duration"`
+	Warmup    Duration `yaml:"warmup"`
+	Measure   string   `yaml:"measure"`
+	Affinity  *bool    `yaml:"affinity,omitempty"`
+	MaxActive int      `yaml:"maxactive,omitempty"` // for tracefs kretprobes; 0: kernel default
 	// Controls adds usermode-count and syscall-count to every boot (default
 	// true): no kernel series should move them, so they show drift.
 	Controls *bool `yaml:"controls,omitempty"`
@@ -414,6 +420,9 @@ func (m *Matrix) validate(at func(msg string, keys ...string) error, d *doc, h H
 	}
 	if m.Boots < 1 {
 		return at(fmt.Sprintf("boots %d: want at least 1 (4 or more for p < 0.05)", m.Boots), "matrix", "boots")
+	}
+	if m.Seeds < 0 {
+		return at(fmt.Sprintf("seeds %d: want at least 1 (or leave it out: %d)", m.Seeds, DefaultSeeds), "matrix", "seeds")
 	}
 	if err := m.validateTimes(at, kernels); err != nil {
 		return err

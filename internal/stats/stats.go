@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"golang.org/x/perf/benchmath"
 )
@@ -90,7 +91,17 @@ type Change struct {
 	// a report is reproducible).
 	Lo float64 `json:"pct_lo"`
 	Hi float64 `json:"pct_hi"`
-	P  float64 `json:"p"` // two-sided Mann-Whitney U
+	P  float64 `json:"p,omitempty"` // two-sided Mann-Whitney U; none for an exact change
+	// Exact: the figures are exact (QEMU's instruction counter), so the
+	// change is judged by its size against the floor, not by a test over
+	// boots that repeat to the last digit (CompareExact). Lo and Hi are
+	// then the range of the change over the boots' seeds.
+	Exact bool `json:"exact,omitempty"`
+	// Seeds is how many boots (each its own random seed) each side had
+	// at least, and SpreadPct how far apart a side's seeds were at most,
+	// in percent of its mean: the part of a figure the random stream moves.
+	Seeds     int     `json:"seeds,omitempty"`
+	SpreadPct float64 `json:"spread_pct,omitempty"`
 	// FloorPct is the smallest change counted as real here (0: none); see
 	// Compare.
 	FloorPct float64 `json:"floor_pct,omitempty"`
@@ -132,6 +143,118 @@ func Compare(base, pat []float64, floorPct float64) Change {
 		c.Verdict = Slower
 	}
 	return c
+}
+
+// SpreadFloor is how many times the seeds' spread a change must exceed to
+// count, as the icount floor asks of the controls' spread.
+const SpreadFloor = 3
+
+// CompareExact judges patched against baseline when every figure is exact
+// (QEMU's instruction counter: boots of one image and seed repeat to the
+// last digit, boots of other seeds within thousandths of a percent). A U
+// test over such boots would call any ordering significant, or (with one
+// boot a side) nothing; so the change is significant when it is larger
+// than floorPct and than SpreadFloor times the seeds' spread. Lo and Hi
+// are the change's range over every pair of one baseline and one patched
+// boot.
+func CompareExact(base, pat []float64, floorPct float64) Change {
+	c := Change{FloorPct: floorPct, Verdict: Same, Exact: true, Seeds: min(len(base), len(pat))}
+	if len(base) == 0 || len(pat) == 0 {
+		c.Why, c.NoData = "no observations", true
+		return c
+	}
+	b, p := Summarize(base), Summarize(pat)
+	if b.Mean == 0 {
+		c.Why = "baseline mean is 0"
+		return c
+	}
+	c.Pct = (p.Mean/b.Mean - 1) * 100
+	c.Lo, c.Hi = math.Inf(1), math.Inf(-1)
+	for _, x := range base {
+		for _, y := range pat {
+			if x != 0 {
+				c.Lo, c.Hi = math.Min(c.Lo, (y/x-1)*100), math.Max(c.Hi, (y/x-1)*100)
+			}
+		}
+	}
+	c.SpreadPct = math.Max(spreadPct(base), spreadPct(pat))
+	c.FloorPct = math.Max(floorPct, SpreadFloor*c.SpreadPct)
+	switch {
+	case math.Abs(c.Pct) <= c.FloorPct:
+		c.Why = fmt.Sprintf("|%.4f %%| is within the %.3f %% floor", c.Pct, c.FloorPct)
+	case c.Pct > 0:
+		c.Verdict = Faster
+	default:
+		c.Verdict = Slower
+	}
+	return c
+}
+
+// CompareFigures is CompareExact for exact figures (icount), Compare
+// otherwise.
+func CompareFigures(exact bool, base, pat []float64, floorPct float64) Change {
+	if exact {
+		return CompareExact(base, pat, floorPct)
+	}
+	return Compare(base, pat, floorPct)
+}
+
+// Words say a change as a reader of a cover letter takes it. An exact one:
+// "faster by 1.164 % (exact; 2 seeds agree within 0.0001 %; floor
+// 0.010 %)", or "+0.0003 %, unchanged (exact; ...)"; one judged by a
+// test: "+1.164 % [+1.101, +1.230], p = 0.029".
+func (c Change) Words() string {
+	switch {
+	case c.NoData:
+		return "no data"
+	case !c.Exact:
+		return fmt.Sprintf("%+.3f %% [%+.3f, %+.3f], p = %.3f", c.Pct, c.Lo, c.Hi, c.P)
+	}
+	var size string
+	switch c.Verdict {
+	case Faster:
+		size = fmt.Sprintf("faster by %.3f %%", c.Pct)
+	case Slower:
+		size = fmt.Sprintf("slower by %.3f %%", -c.Pct)
+	default:
+		size = fmt.Sprintf("%+.4f %%, unchanged", c.Pct)
+	}
+	return size + " (" + c.ExactNote() + ")"
+}
+
+// ExactNote is what an exact change rests on: its seeds and its floor.
+func (c Change) ExactNote() string {
+	seeds := "1 boot per kernel"
+	switch {
+	case c.Seeds > 1 && c.SpreadPct == 0:
+		seeds = fmt.Sprintf("%d seeds agree to the last digit", c.Seeds)
+	case c.Seeds > 1:
+		seeds = fmt.Sprintf("%d seeds agree within %s %%", c.Seeds, SpreadText(c.SpreadPct))
+	}
+	return fmt.Sprintf("exact; %s; floor %.3f %%", seeds, c.FloorPct)
+}
+
+// SpreadText prints a seeds' spread in percent to two significant digits,
+// without an exponent: 0.0001, 0.00023, 0.012.
+func SpreadText(pct float64) string {
+	if pct <= 0 {
+		return "0"
+	}
+	d := max(4, 1-int(math.Floor(math.Log10(pct)+1e-9)))
+	s := strings.TrimRight(fmt.Sprintf("%.*f", d, pct), "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// spreadPct is max − min of values in percent of their mean.
+func spreadPct(values []float64) float64 {
+	if len(values) < 2 {
+		return 0
+	}
+	m := mean(values)
+	if m == 0 {
+		return 0
+	}
+	return (slices.Max(values) - slices.Min(values)) / math.Abs(m) * 100
 }
 
 // sample makes a benchmath sample of a copy: NewSample sorts its input in

@@ -31,6 +31,9 @@ type Booter struct {
 	// Results, when set, hears how many benchmark results the boot has
 	// delivered so far.
 	Results func(n int)
+	// Seed is an icount boot's random seed (0 is 1): the k-th boot of a
+	// kernel is given seed k.
+	Seed int
 }
 
 // Run boots kernel with plan p as boot number idx, into a folder named
@@ -60,6 +63,9 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		Accel: p.Accel, Clock: p.Clock, Job: p.Job, Dir: filepath.Join(bt.Dir, rel),
 		QMPPath: bt.QMP, Pin: p.Pin, Quiet: p.Quiet, Verbose: len(bt.ConsoleExpect) > 0,
 		Firmware: p.Firmware,
+	}
+	if p.Clock == results.ClockICount {
+		b.Seed, cfg.Seed = max(bt.Seed, 1), max(bt.Seed, 1)
 	}
 	if bt.Results != nil {
 		// Records are a hello, one per benchmark result, then done.

@@ -17,7 +17,7 @@ import (
 func RecordMatrix(m spec.Matrix) results.Matrix {
 	return results.Matrix{
 		Arch: m.Arch, CPUs: m.CPUs, Memory: m.Memory, Benchmarks: m.Benchmarks, Producers: m.Producers,
-		ClipProducers: m.ClipProducers, Boots: m.Boots, Duration: m.Duration.Duration, Warmup: m.Warmup.Duration,
+		ClipProducers: m.ClipProducers, Boots: m.Boots, Seeds: m.Seeds, Duration: m.Duration.Duration, Warmup: m.Warmup.Duration,
 		Measure: m.Measure, Affinity: m.Affinity, MaxActive: m.MaxActive, Controls: m.Controls,
 		NUMA: m.NUMA, NUMALayout: m.NUMALayout, Sockets: m.Sockets, Clusters: m.Clusters, Cores: m.Cores,
 		Threads: m.Threads, Pin: m.Pin,

@@ -421,10 +421,14 @@ func (t *Table) finish(driftFloor bool) {
 			r := &rows[i]
 			res := t.ResolutionPct(*r)
 			floor := math.Max(t.FloorPct, res)
-			if t.Paired {
+			switch {
+			case t.Shape.ICount() && r.Agent():
+				// Exact figures: judged by size, whatever the hosts.
+				r.Change = stats.CompareExact(r.Variants.Baseline.Values, r.Variants.Patched.Values, floor)
+			case t.Paired:
 				base, pat := PairUp(r.Variants)
 				r.Change = stats.ComparePaired(base, pat, floor)
-			} else {
+			default:
 				r.Change = stats.Compare(r.Variants.Baseline.Values, r.Variants.Patched.Values, floor)
 			}
 			if res > 0 {

@@ -77,7 +77,7 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 	}
 	out := &Outcome{QEMU: c.Arch.QEMU, Args: args}
 	if c.Clock == results.ClockICount {
-		for _, f := range ICountFixes(c.Machine()) {
+		for _, f := range ICountFixes(c.Machine(), c.Seed) {
 			out.Deterministic = append(out.Deterministic, strings.Join(f.Args, " ")+": "+f.Why)
 		}
 	}

@@ -76,7 +76,11 @@ func (s *Slurm) Submit(ctx context.Context, job watch.Job, dir string) error {
 	}
 	lab := *job.Lab
 	lab.Mode = spec.ModeAuto
-	req := cluster.Request{Lab: &lab, LabFile: job.Lab.Path, Args: cluster.Args(flags), Shards: s.Shards, Cache: s.Settings.CacheDir, Exe: s.Exe}
+	boots, err := testbed.PlannedBoots(&lab, s.Settings.Accel)
+	if err != nil {
+		return err
+	}
+	req := cluster.Request{Lab: &lab, LabFile: job.Lab.Path, Args: cluster.Args(flags), Shards: s.Shards, Cache: s.Settings.CacheDir, Exe: s.Exe, ShapeBoots: boots}
 	sub, err := cluster.NewSlurm(req, s.ModuleRoot, dir, s.Partition, s.Exclusive).Submit(ctx, s.Command)
 	if err != nil {
 		return err
