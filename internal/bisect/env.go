@@ -18,6 +18,9 @@ import (
 // kernels are built may run side by side.
 func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 	end := k == 0 || k == len(b.steps)-1
+	if err := b.takeMeasured(ctx, k); err != nil {
+		return Obs{}, err
+	}
 	b.mu.Lock()
 	if b.opt.Run && end && b.plan.Clock == results.ClockICount && b.ends == nil {
 		b.loadEnds()
@@ -43,6 +46,35 @@ func (b *bisector) Measure(ctx context.Context, k int) (Obs, error) {
 		b.saveEnd(k, o)
 	}
 	return o, err
+}
+
+// takeMeasured queues, once per step, the figures of opt.Measured's boots
+// of step k's kernel image (building it first, as a boot would), so that
+// no image the run measured is booted again.
+func (b *bisector) takeMeasured(ctx context.Context, k int) error {
+	b.mu.Lock()
+	done := b.taken[k] || b.opt.Measured == nil
+	b.mu.Unlock()
+	if done {
+		return nil
+	}
+	image, err := b.Image(ctx, k)
+	if err != nil {
+		return err
+	}
+	boots := testbed.Measured(b.opt.Measured, image, b.plan)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.taken[k] {
+		return nil
+	}
+	b.taken[k] = true
+	for _, boot := range boots {
+		if o, err := b.obs(boot); err == nil {
+			b.give(k, []Obs{o}, fmt.Sprintf("boot %d of run %s (the same kernel image, shape and job)", boot.Index, b.opt.Measured.RunID))
+		}
+	}
+	return nil
 }
 
 // given is a figure of an end the search takes instead of a boot, and

@@ -61,6 +61,10 @@ func (b *bisector) follow(f results.Figure, why string) {
 	if b.run != nil {
 		b.run.Bisect.Figure, b.run.Bisect.Chosen = f, why
 	}
+	if b.opt.Measured != nil {
+		// Figures come from the run's boots too: every boot runs its job.
+		return
+	}
 	// In the lab's order: under icount the order of a boot's benchmarks
 	// moves each figure by hundredths of a percent, and the ends' boots a
 	// track hands over ran the lab's job.
@@ -98,24 +102,30 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 	n := len(b.steps) - 1
 	boots := 4
 	if b.plan.Clock == results.ClockICount {
-		boots = 2
+		boots = spec.DefaultSeeds // exact figures: a run's boots of a kernel
 	}
 	for _, k := range []int{0, n} {
 		if _, err := b.Image(ctx, k); err != nil {
 			return fmt.Errorf("measure the ends to choose a figure: %w", err)
 		}
 	}
-	var ks []int
-	for i := 0; i < boots; i++ {
-		ks = append(ks, 0, n)
-	}
-	ends := make([]results.Boot, len(ks))
-	errs, stop := workpool.Run(ctx, len(ks), b.workers(), func(ctx context.Context, i int) (err error) {
-		ends[i], err = b.bootStep(ctx, ks[i])
+	ends, err := b.measuredEnds()
+	if err != nil {
 		return err
-	}, stopAlways)
-	if stop >= 0 {
-		return fmt.Errorf("measure the ends to choose a figure: %w", errs[stop])
+	}
+	if len(ends) == 0 {
+		var ks []int
+		for i := 0; i < boots; i++ {
+			ks = append(ks, 0, n)
+		}
+		ends = make([]results.Boot, len(ks))
+		errs, stop := workpool.Run(ctx, len(ks), b.workers(), func(ctx context.Context, i int) (err error) {
+			ends[i], err = b.bootStep(ctx, ks[i])
+			return err
+		}, stopAlways)
+		if stop >= 0 {
+			return fmt.Errorf("measure the ends to choose a figure: %w", errs[stop])
+		}
 	}
 	tables := verdict.Tables(&results.Run{Boots: ends})
 	if len(tables) == 0 {
@@ -147,13 +157,43 @@ func (b *bisector) chooseFigure(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		k := 0
-		if boot.Variant == variant.Patched {
+		k, from := 0, choosingBoot
+		if boot.Variant != variant.Baseline {
 			k = n
 		}
-		b.pending[k] = append(b.pending[k], given{Obs: o, from: choosingBoot})
+		if b.opt.Measured != nil {
+			b.taken[k] = true
+			from = fmt.Sprintf("boot %d of run %s (the same kernel image, shape and job)", boot.Index, b.opt.Measured.RunID)
+		}
+		b.pending[k] = append(b.pending[k], given{Obs: o, from: from})
 	}
 	return nil
+}
+
+// measuredEnds are opt.Measured's boots of both ends' kernel images, with
+// each boot's variant saying its end (baseline the good, patched the bad);
+// none unless both ends have some.
+func (b *bisector) measuredEnds() ([]results.Boot, error) {
+	if b.opt.Measured == nil {
+		return nil, nil
+	}
+	n := len(b.steps) - 1
+	good := testbed.Measured(b.opt.Measured, b.steps[0].Kernel.Info.ImageSHA256, b.plan)
+	bad := testbed.Measured(b.opt.Measured, b.steps[n].Kernel.Info.ImageSHA256, b.plan)
+	if len(good) == 0 || len(bad) == 0 {
+		return nil, nil
+	}
+	var out []results.Boot
+	for _, g := range good {
+		g.Variant = variant.Baseline
+		out = append(out, g)
+	}
+	for _, x := range bad {
+		x.Variant = variant.Patched
+		out = append(out, x)
+	}
+	b.logf("choosing the figure from run %s's boots of both ends (%d and %d): none booted again", b.opt.Measured.RunID, len(good), len(bad))
+	return out, nil
 }
 
 func sameness(r *verdict.Row) bool { return r.Change.Verdict == stats.Same }

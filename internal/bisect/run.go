@@ -52,6 +52,12 @@ type Options struct {
 	// icount (lab track --bisect hands over the history's): the search
 	// takes them before it boots an end.
 	Ends *Ends
+	// Measured is a run that measured kernels the steps may build (lab
+	// watch's run of the series it attributes): under icount a step of
+	// the same kernel image, shape and job takes its boots' figures
+	// (testbed.Measured) instead of a boot, and the bisect measures with
+	// the run's whole job, so that every figure it compares is one job's.
+	Measured *results.Run
 }
 
 // Ends are earlier boots of a bisect's good and bad ends.
@@ -96,7 +102,7 @@ func Run(ctx context.Context, opt Options) (*results.Run, string, error) {
 	// A bisect follows the agent's figure; guest tools (bpf-bench) are
 	// for a run's side-by-side check, not built into its images.
 	p.Job.Tools = nil
-	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]given{}, seeds: map[int]int{}}
+	b := &bisector{opt: opt, lab: lab, plan: p, fullJob: p.Job, start: time.Now(), pending: map[int][]given{}, seeds: map[int]int{}, taken: map[int]bool{}}
 	b.rep = progress.New(opt.Out, b.start)
 	defer b.rep.Stop()
 	if fig != nil {
@@ -153,6 +159,8 @@ type bisector struct {
 	// seeds counts each step's boots: an icount step's k-th boot here is
 	// given the seed after those of its earlier figures.
 	seeds map[int]int
+	// taken are the steps whose boots in opt.Measured were looked for.
+	taken map[int]bool
 }
 
 // workers is how many boots run at once: the plan's (see testbed.Parallelize)
@@ -210,6 +218,10 @@ func (b *bisector) searchMode() Mode {
 	// stand for them, and another boot of an end would only repeat one.
 	if g, bad := b.earlierOf(0), b.earlierOf(len(b.steps)-1); mode.ICount && g > 0 && bad > 0 {
 		mode.EndBoots = min(g, bad)
+	}
+	if mode.ICount && mode.EndBoots == 0 {
+		// An end's one boot gives its exact figure, as a run's does.
+		mode.EndBoots = spec.DefaultSeeds
 	}
 	return mode
 }

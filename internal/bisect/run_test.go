@@ -57,8 +57,9 @@ func TestFollowKeepsTheLabsOrder(t *testing.T) {
 
 // A bisect that lab track hands the history's boots of its ends to takes
 // them as the ends' boots under icount, where one image gives one figure:
-// it boots neither end again. Without them, or under the wall clock, the
-// search's own count of end boots holds.
+// it boots neither end again. Without them an icount bisect boots each end
+// once (spec.DefaultSeeds), and under the wall clock the search's own
+// count of end boots holds.
 func TestHistoryEndsStandUnderICount(t *testing.T) {
 	one := &Ends{Good: []Obs{{Value: 1}}, Bad: []Obs{{Value: 2}}}
 	for _, tc := range []struct {
@@ -69,8 +70,8 @@ func TestHistoryEndsStandUnderICount(t *testing.T) {
 	}{
 		{"icount, the history's ends", results.ClockICount, one, 1},
 		{"icount, two of one end", results.ClockICount, &Ends{Good: []Obs{{Value: 1}, {Value: 1}}, Bad: []Obs{{Value: 2}}}, 1},
-		{"icount, no history", results.ClockICount, nil, 0},
-		{"icount, one end missing", results.ClockICount, &Ends{Good: []Obs{{Value: 1}}}, 0},
+		{"icount, no history", results.ClockICount, nil, 1},
+		{"icount, one end missing", results.ClockICount, &Ends{Good: []Obs{{Value: 1}}}, 1},
 		{"wall clock", results.ClockWall, one, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,8 +92,8 @@ func TestHistoryEndsStandUnderICount(t *testing.T) {
 	b.plan.Clock = results.ClockICount
 	b.pending[0] = []given{{Obs: Obs{Value: 1}, from: choosingBoot}}
 	b.pending[2] = []given{{Obs: Obs{Value: 2}, from: choosingBoot}}
-	if got := b.searchMode().EndBoots; got != 0 {
-		t.Errorf("ends that chose the figure: EndBoots %d, want 0 (the search's default)", got)
+	if got := b.searchMode().EndBoots; got != 1 {
+		t.Errorf("ends that chose the figure: EndBoots %d, want 1 (an icount end's one boot)", got)
 	}
 	// The search with one boot of each end given boots neither again.
 	env := newFake(step(2, 4, 0.05), 1e-6)

@@ -116,12 +116,22 @@ func pctText(pct float64) string {
 	return fmt.Sprintf("%+.3f %%", pct)
 }
 
-// pText is a p-value.
+// pText is a p-value as a reader takes it: "< 0.001" below a thousandth.
 func pText(p float64) string {
 	if p < 0.001 {
-		return fmt.Sprintf("%.1e", p)
+		return "< 0.001"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// ChangeP is how sure a change point of line k is: "exact" for a line of
+// exact figures (icount: every boot of an image one figure, and a change
+// judged by its size against the floor), else Welch's p between the levels.
+func ChangeP(k history.LineKey, c lines.Change) string {
+	if k.Clock == history.ClockICount {
+		return "exact"
+	}
+	return pText(c.P)
 }
 
 // verdictText says which way a change went.
@@ -132,11 +142,14 @@ func verdictText(c lines.Change) string {
 	return "faster"
 }
 
-// ChangeMark is a change point as a level's row marks it.
-func ChangeMark(c lines.Change) string {
+// ChangeMark is a change point of line k as a level's row marks it.
+func ChangeMark(k history.LineKey, c lines.Change) string {
 	arrow := "▲"
 	if c.Slower {
 		arrow = "▼"
+	}
+	if k.Clock == history.ClockICount {
+		return fmt.Sprintf("%s %s %s, exact", arrow, verdictText(c), pctText(c.Pct))
 	}
 	return fmt.Sprintf("%s %s %s, p %s", arrow, verdictText(c), pctText(c.Pct), pText(c.P))
 }
@@ -251,7 +264,7 @@ func (h *History) ChangeTables() []Table {
 			for _, c := range s.Changes {
 				b, a := s.Levels[c.Index-1], s.Levels[c.Index]
 				row := []string{RowName(s.Key) + controlNote(s), LevelLabel(b) + " · " + runText(b), LevelLabel(a) + " · " + runText(a),
-					pctText(c.Pct), pText(c.P), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), verdictText(c), CulpritText(c)}
+					pctText(c.Pct), ChangeP(s.Key, c), fmt.Sprintf("%d | %d", c.NBefore, c.NAfter), verdictText(c), CulpritText(c)}
 				if annotated {
 					row = append(row, AnnotationText(c))
 				}
@@ -285,7 +298,7 @@ func (h *History) LevelTables() []Table {
 				}
 				mark, class := "", ""
 				if c, ok := s.ChangeAt(i); ok {
-					mark, class = ChangeMark(c), verdictText(c)
+					mark, class = ChangeMark(s.Key, c), verdictText(c)
 				}
 				t.Rows = append(t.Rows, []string{name, commit, runText(l), fmt.Sprint(len(l.Boots)), MeanText(s.Key.Metric, l), mark})
 				t.Marked = append(t.Marked, class)

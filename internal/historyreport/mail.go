@@ -160,9 +160,13 @@ func (h *History) mail(r *regression) Mail {
 		line("        kernel: Linux %s", after.KernelVersion)
 	}
 	b.WriteString("\n")
-	line("The level of %d commits (%d boots) up to the parent against the %d commits (%d boots) from this commit on: %s, p = %s (Welch's t-test), %s where they meet.",
+	how := "p = " + pText(c.P) + " (Welch's t-test)"
+	if k.Clock == history.ClockICount {
+		how = "exact (icount: one figure a kernel image, judged by its size)"
+	}
+	line("The level of %d commits (%d boots) up to the parent against the %d commits (%d boots) from this commit on: %s, %s, %s where they meet.",
 		c.NBefore, bootsOf(s.Levels[c.Index-c.NBefore:c.Index]), c.NAfter, bootsOf(s.Levels[c.Index:c.Index+c.NAfter]),
-		pctText(c.Pct), pText(c.P), pctText(c.StepPct))
+		pctText(c.Pct), how, pctText(c.StepPct))
 	for _, f := range r.found[1:] {
 		line("Also slower from this commit: %s %s.", MetricName(f.Line.Key), subjectPct(f.Change.Pct))
 	}

@@ -159,6 +159,17 @@ func (r *Run) SameImages(comparisons []variant.Comparison) (same []string, all b
 	return same, all
 }
 
+// ImageOf is the sha256 of the kernel image boot b booted, "" when the run
+// does not record it.
+func (r *Run) ImageOf(b Boot) string {
+	for _, k := range r.Kernels {
+		if k.Arch == b.Arch && k.Variant == b.Variant {
+			return k.Info.ImageSHA256
+		}
+	}
+	return ""
+}
+
 // SeriesVariants are the series' kernels in boot order after the
 // baseline.
 func (r *Run) SeriesVariants() []variant.Variant {

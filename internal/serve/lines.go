@@ -186,7 +186,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request) {
 			row.RunLink = "/runs/" + dir + "/"
 		}
 		if c, ok := l.ChangeAt(i); ok {
-			row.Mark, row.Class = historyreport.ChangeMark(c), changeClass(c)
+			row.Mark, row.Class = historyreport.ChangeMark(l.Key, c), changeClass(c)
 		}
 		levels = append(levels, row)
 	}

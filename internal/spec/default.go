@@ -43,7 +43,8 @@ const (
 const DefaultSeeds = 1
 
 // BootsFor is how many times each kernel boots on the clock given: Seeds
-// (or DefaultSeeds) under icount, Boots on the wall clock.
+// (or DefaultSeeds) under icount, Boots on the wall clock. A lab file that
+// says measure: icount and boots: N, and no seeds:, has N seeds.
 func (m Matrix) BootsFor(icount bool) int {
 	switch {
 	case !icount:
@@ -70,7 +71,7 @@ func Default(name string, s *series.Series, h Host) (*Lab, error) {
 	m := Matrix{
 		Arch: []string{"x86_64"}, CPUs: []int{1}, Memory: "1G",
 		Benchmarks: append([]string(nil), DefaultBenchmarks...), Producers: []int{1},
-		Boots: DefaultBootsICount, Duration: Duration{3 * time.Second}, Warmup: Duration{time.Second},
+		Boots: DefaultBootsICount, Seeds: DefaultSeeds, Duration: Duration{3 * time.Second}, Warmup: Duration{time.Second},
 		Measure: MeasureICount,
 	}
 	if h.KVMArch != "" {

@@ -327,6 +327,11 @@ func (l *Lab) setDefaults(d *doc) {
 			def.set()
 		}
 	}
+	// A lab on the instruction clock alone that asks for boots and not
+	// seeds means its boots: each kernel boots that often, a seed each.
+	if m.Measure == MeasureICount && d.given("matrix.boots") && !d.given("matrix.seeds") {
+		m.Seeds = m.Boots
+	}
 }
 
 // Validate checks the values; it is also run after command-line overrides.

@@ -137,7 +137,7 @@ func replyID(posting, from string) string {
 var headline = map[Kind]string{
 	Verdict:     "lab measured this series",
 	NotApplied:  "lab could not apply this series, so nothing was measured",
-	SameImage:   "lab built this series into the same kernel image as its base (no code change), so nothing was measured",
+	SameImage:   "lab built this series into a kernel image it had already (no code change), so nothing was booted",
 	BuildFailed: "lab could not build a kernel with this series, so nothing was measured",
 	BootFailed:  "a kernel with this series failed to boot or to run the benchmarks (a panic or a hang): see below",
 	Infra:       "lab's infrastructure failed on this series, so nothing can be said of it yet (not a verdict on the series)",

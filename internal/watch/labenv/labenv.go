@@ -78,12 +78,19 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 	// A series from a list is new to the lab's source, or (a version the
 	// source already carries) in it: mode auto tells which.
 	lab.Mode = spec.ModeAuto
-	res, runDir, err := run.Run(ctx, run.Options{
+	opt := run.Options{
 		Lab: &lab, CacheDir: e.Settings.CacheDir, ResultsDir: e.Settings.ResultsDir, ModuleRoot: e.ModuleRoot, Accel: e.Settings.Accel,
 		Jobs: e.Settings.Jobs, Parallel: e.Settings.Parallel, Sandbox: e.Settings.Sandbox,
 		Command: e.Command, Out: e.Out, Series: named, SaveLab: true,
 		LabHeader: "lab watch ran " + job.Versions[len(job.Versions)-1].Posting.Name() + " on this lab",
-	})
+	}
+	if len(job.Versions) > 1 {
+		if out := e.sameAsEarlier(ctx, opt, job); out != nil {
+			out.Public(public)
+			return out, ctx.Err()
+		}
+	}
+	res, runDir, err := run.Run(ctx, opt)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -97,7 +104,7 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 		if err == nil && d != nil {
 			newest := job.Versions[len(job.Versions)-1]
 			noisy(d, newest.Name, out)
-			e.attribute(ctx, lab, newest, filepath.Join(dir, newest.Name+".mbx"), d, out)
+			e.attribute(ctx, lab, newest, filepath.Join(dir, newest.Name+".mbx"), d, res, out)
 		}
 	}
 	if err != nil {
@@ -113,7 +120,7 @@ func (e *Env) Run(ctx context.Context, job watch.Job) (*watch.Result, error) {
 // of it against the baseline is significantly slower and it has more than
 // one patch, lab bisect --each measures each patch's step and shares the
 // change out, and its report goes into the reply.
-func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version, mbox string, d *report.Document, out *watch.Result) {
+func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version, mbox string, d *report.Document, measured *results.Run, out *watch.Result) {
 	slower := slowerRows(d, newest.Name)
 	if len(slower) == 0 || newest.Posting.Total < 2 {
 		return
@@ -126,7 +133,7 @@ func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version,
 	fmt.Fprintf(e.Out, "watch: %s is slower (%s): lab bisect --each says which patch\n", newest.Posting.Name(), strings.Join(slower, "; "))
 	r, _, err := bisectRun(ctx, bisect.Options{Lab: &lab, CacheDir: e.Settings.CacheDir, ResultsDir: e.Settings.ResultsDir,
 		ModuleRoot: e.ModuleRoot, Accel: e.Settings.Accel, Jobs: e.Settings.Jobs, Parallel: e.Settings.Parallel,
-		Sandbox: e.Settings.Sandbox, Command: e.Command, Out: e.Out, Each: true})
+		Sandbox: e.Settings.Sandbox, Command: e.Command, Out: e.Out, Each: true, Measured: measured})
 	out.Summary += "\n\nWhich patch made it slower (lab bisect --each, every patch's step measured):\n\n"
 	switch {
 	case r != nil && r.Bisect != nil:
@@ -138,6 +145,46 @@ func (e *Env) attribute(ctx context.Context, lab spec.Lab, newest watch.Version,
 	case err != nil:
 		out.Summary += "the bisect could not be done: " + err.Error() + "\n"
 	}
+}
+
+// sameAsEarlier builds a job's kernels, booting nothing, and answers a
+// newest version whose kernel is the image of the version before it on
+// every arch: no code change against it, and nothing to boot (that
+// version's reply has the figures). A job that does not build is answered
+// here too, as the run would be. nil: the versions differ, measure them.
+func (e *Env) sameAsEarlier(ctx context.Context, opt run.Options, job watch.Job) *watch.Result {
+	opt.BuildOnly, opt.SaveLab = true, false
+	res, dir, err := run.Run(ctx, opt)
+	if dir != "" {
+		defer os.RemoveAll(dir) // a build record, not a run
+	}
+	if ctx.Err() != nil {
+		return &watch.Result{Kind: watch.Infra, Summary: ctx.Err().Error()}
+	}
+	if err != nil {
+		return &watch.Result{Kind: kindOf(err), Summary: explain(err)}
+	}
+	newest, prev := job.Versions[len(job.Versions)-1], job.Versions[len(job.Versions)-2]
+	var images []string
+	for _, k := range res.Kernels {
+		if k.Variant != variant.Variant(newest.Name) {
+			continue
+		}
+		for _, p := range res.Kernels {
+			if p.Arch == k.Arch && p.Variant == variant.Variant(prev.Name) && p.Info.ImageSHA256 != k.Info.ImageSHA256 {
+				return nil
+			}
+		}
+		images = append(images, fmt.Sprintf("%s sha256 %s", k.Arch, k.Info.ImageSHA256))
+	}
+	if len(images) == 0 {
+		return nil
+	}
+	out := &watch.Result{Kind: watch.SameImage, Summary: fmt.Sprintf("No code change against %s: %s builds into %s's kernel image (%s). Nothing was booted: %s's figures, in lab's reply to %s, stand for it.",
+		prev.Name, newest.Name, prev.Name, strings.Join(images, "; "), prev.Name, prev.Posting.Name())}
+	describe(out, res, dir, e.LabVersion)
+	out.RunID, out.Results = "", nil
+	return out
 }
 
 // slowerRows are the rows of kernel against the baseline that are

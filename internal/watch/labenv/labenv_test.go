@@ -94,7 +94,7 @@ func TestAttribute(t *testing.T) {
 			d := report.Build(load(t, tc.run), tc.run, "test")
 			out := &watch.Result{Summary: "the report\n"}
 			v := watch.Version{Name: "patched", Posting: &listseries.Posting{Total: tc.patches, Subject: "x"}}
-			e.attribute(context.Background(), *lab, v, "/tmp/v2.mbx", d, out)
+			e.attribute(context.Background(), *lab, v, "/tmp/v2.mbx", d, nil, out)
 			if got := len(asked) == 1; got != tc.bisect {
 				t.Fatalf("bisected %d times, want %v", len(asked), tc.bisect)
 			}

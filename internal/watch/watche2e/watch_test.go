@@ -8,12 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"lab/internal/history"
+	"lab/internal/runfolder"
+	"lab/internal/source"
+	"lab/internal/spec"
 	"lab/internal/testbed"
 	"lab/internal/testenv"
 )
@@ -193,4 +197,130 @@ matrix:
 	if err != nil || len(broken) != 1 || !strings.Contains(broken[0].Reason, "numbered 3/2") {
 		t.Errorf("the broken mail: %+v, %v", broken, err)
 	}
+}
+
+// regressSeries is a 2-patch series on Debian's 6.12: a change off the hit
+// path (the registration counts itself), then a spin on every uprobe hit.
+var regressSeries = []testenv.Edit{
+	{Subject: "uprobes: count registrations", File: "kernel/events/uprobes.c", Change: testenv.Replace(
+		"struct uprobe *uprobe_register(struct inode *inode,", "unsigned long lab_registrations;\n\nstruct uprobe *uprobe_register(struct inode *inode,")},
+	{Subject: "uprobes: spin on every hit", File: "kernel/events/uprobes.c", Change: testenv.Replace(
+		"\tbp_vaddr = uprobe_get_swbp_addr(regs);\n", "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\t{ volatile int lab_s; for (lab_s = 0; lab_s < 32; lab_s++) ; }\n")},
+}
+
+// A 2-patch series that makes uprobe hits slower, posted to a list whose
+// lab's baseline kernel is cached: lab watch builds the series' kernel and
+// its first patch's, boots each kernel image once (the baseline and the
+// series in the run; the attribution takes their figures and boots only
+// the middle step), names the second patch, and replies. The note of the
+// issue gives the time from the first mail read to the reply.
+func TestWatchAttributesARegression(t *testing.T) {
+	testenv.E2E(t, "lab watch builds and boots real kernels for a regression and its patches")
+	root := testenv.Checkout(t, "../../..")
+	tree, err := source.Prepare(t.Context(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, testbed.DefaultCache(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteSeries(t, tree.Dir, root, "regress", regressSeries)
+	tree.Close()
+	files, _ := filepath.Glob(filepath.Join(root, "patches", "regress", "*.patch"))
+	if len(files) != 2 {
+		t.Fatalf("patches %v", files)
+	}
+	posting := testenv.Sending{ID: "regress@example.org", Subject: "uprobes: count registrations, and spin", From: "Dev <dev@example.org>"}
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, _ := strings.Cut(string(data), "\n\n")
+		posting.Patches = append(posting.Patches, [2]string{regressSeries[i].Subject, body})
+	}
+	labFile := testenv.WriteLab(t, root, "watch-regress", `name: watch-regress
+description: lab watch's attribution test
+mode: auto
+config: [common.config]
+watch:
+  paths: [kernel/events/uprobes.c]
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [uprobe-nop]
+  producers: [1]
+  duration: 250ms
+  warmup: 0s
+  measure: icount
+`)
+	// The baseline kernel is the tarball's with the lab's config: cached
+	// by the suite's other tests, or built here before the clock starts.
+	bin, err := testenv.LabBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	build := exec.Command(bin, "build", labFile, "--series", filepath.Join(root, "patches", "regress"), "--only", "baseline", "--cache", testbed.DefaultCache(), "--results", filepath.Join(work, "build"))
+	build.Dir = "../../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("lab build --only baseline: %v\n%s", err, out)
+	}
+	pi := testenv.NewPublicInbox(t)
+	for _, m := range posting.Mails() {
+		pi.Deliver(t, m)
+	}
+	results := filepath.Join(work, "results")
+	args := []string{"--inbox", pi.Dir, "--history", filepath.Join(work, "history.db"), "--results", results, "--cache", testbed.DefaultCache(),
+		"--accel", "tcg", "--maildir", filepath.Join(work, "replies"), labFile}
+	start := time.Now()
+	out, code := watchOnce(t, args)
+	t.Logf("from the first mail read to the reply queued, the baseline kernel cached: %s", time.Since(start).Round(time.Second))
+	if code != 0 || !strings.Contains(out, "[PATCH 0/2] uprobes: count registrations, and spin: answered (verdict)") {
+		t.Fatalf("exit %d", code)
+	}
+	replies, _ := filepath.Glob(filepath.Join(work, "replies", "new", "*"))
+	if len(replies) != 1 {
+		t.Fatalf("%d replies", len(replies))
+	}
+	reply, _ := os.ReadFile(replies[0])
+	for _, w := range []string{"X-Lab-Verdict: verdict", "uprobe-nop p=1 slower by", "(exact; 1 boot per kernel; floor",
+		"Which patch made it slower", "CULPRIT", "spin-on-every-hit"} {
+		if !strings.Contains(string(reply), w) {
+			t.Errorf("the reply lacks %q:\n%s", w, reply)
+		}
+	}
+	booted := bootsPerImage(t, results)
+	if len(booted) != 3 {
+		t.Errorf("kernel images booted %v, want 3 (the baseline, the series, its first patch)", booted)
+	}
+	for image, n := range booted {
+		if n != 1 {
+			t.Errorf("kernel image %s booted %d times", image, n)
+		}
+	}
+}
+
+// bootsPerImage counts the boots of each kernel image in every run and
+// bisect under dir.
+func bootsPerImage(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "results.json"))
+	n := map[string]int{}
+	for _, f := range files {
+		_, r, err := runfolder.Load(filepath.Dir(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range r.Boots {
+			image := r.ImageOf(b)
+			if r.Bisect != nil {
+				for _, st := range r.Bisect.Steps {
+					if slices.Contains(st.Boots, b.Index) && st.Kernel != nil {
+						image = st.Kernel.Info.ImageSHA256
+					}
+				}
+			}
+			t.Logf("%s: boot %d (%s) of image %.12s", r.RunID, b.Index, b.Variant, image)
+			n[image]++
+		}
+	}
+	return n
 }
