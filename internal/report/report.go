@@ -69,7 +69,7 @@ func exactNote(t verdict.Table) string {
 	case seeds > 1:
 		boots = fmt.Sprintf("%d boots per kernel, each its own seed, agreeing within %s %% at most", seeds, stats.SpreadText(spread))
 	}
-	return fmt.Sprintf("exact: icount figures are path lengths, the same in every boot of one image and seed (%s); a change counts when it is larger than the floor, %.3f %% (at least %.2f %%: 3× the controls' spread and change, 3× the seeds' spread), with no p-value; ~ = within it",
+	return fmt.Sprintf("exact: icount figures are path lengths, the same in every boot of one image and seed (%s); a change counts when it is larger than the floor, %.3f %% (at least %.2f %%, 3× the controls' spread and change, and the seeds' spread), with no p-value; ~ = within it",
 		boots, t.FloorPct, t.MinFloorPct())
 }
 
