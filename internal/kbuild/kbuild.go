@@ -320,22 +320,70 @@ func (b *Builder) sandbox(out string, fragments []string) *proc.Sandbox {
 	return &proc.Sandbox{Writable: []string{out, ccache}, ReadOnly: ro}
 }
 
+// Preconfigure configures the build folder of a source tree just
+// extracted, for a and in (its fragments and compiler; in.Tree need not be
+// known), while the tree is still being stored in git: configure, most of
+// a minute of one core on a cold machine, then runs beside the import
+// rather than before make. It holds the folder until done is called with
+// the tree's KconfigID, which stamps the .config as Build's configure
+// would, so that Build takes it; done("") leaves it unstamped (configured
+// again). It does nothing (done is nil) where the folder exists, or where
+// another tree's folder could seed it (that needs the tree's git hash).
+func (b *Builder) Preconfigure(ctx context.Context, a arch.Arch, in Inputs) (done func(kconfigID string), err error) {
+	out := b.BuildDir(a, in.Fragments)
+	if _, err := os.Stat(out); err == nil {
+		return nil, nil
+	}
+	if cands, _ := filepath.Glob(filepath.Join(b.CacheDir, "build", "*", filepath.Base(out))); len(cands) > 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFolder(ctx, out, syscall.LOCK_EX, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := kconfig.MergeIn(ctx, b.sandbox(out, in.Fragments), b.SrcDir, out, a.MakeArgs(), in.Fragments, b.Log); err != nil {
+		unlock()
+		return nil, err
+	}
+	return func(kconfigID string) {
+		defer unlock()
+		if kconfigID == "" {
+			return
+		}
+		if stamp, err := b.configStamp(a, in, kconfigID); err == nil {
+			os.WriteFile(filepath.Join(out, ".lab-config-stamp"), []byte(stamp), 0o644)
+		}
+	}, nil
+}
+
+// configStamp identifies what a .config was made from: the recipe, the
+// tree's Kconfig files, the arch, the compiler and the fragments' content.
+func (b *Builder) configStamp(a arch.Arch, in Inputs, kconfigID string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "recipe=%s\nkconfig=%s\narch=%s\ncc=%s\n", recipe, kconfigID, a.Name, in.Compiler)
+	for _, f := range in.Fragments {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%x\n", sha256.Sum256(data))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // configure makes the build directory's .config, unless the one there was
 // made from the same fragments, Kconfig files and compiler.
 func (b *Builder) configure(ctx context.Context, a arch.Arch, in Inputs, out string) error {
 	stampPath := filepath.Join(out, ".lab-config-stamp")
 	stamp := ""
 	if b.KconfigID != "" {
-		h := sha256.New()
-		fmt.Fprintf(h, "recipe=%s\nkconfig=%s\narch=%s\ncc=%s\n", recipe, b.KconfigID, a.Name, in.Compiler)
-		for _, f := range in.Fragments {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "%x\n", sha256.Sum256(data))
+		var err error
+		if stamp, err = b.configStamp(a, in, b.KconfigID); err != nil {
+			return err
 		}
-		stamp = hex.EncodeToString(h.Sum(nil))
 		if old, err := os.ReadFile(stampPath); err == nil && string(old) == stamp {
 			if err := kconfig.Verify(filepath.Join(out, ".config"), in.Fragments, b.SrcDir); err == nil {
 				return nil

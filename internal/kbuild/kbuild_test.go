@@ -218,3 +218,31 @@ func TestMakeCommandCCache(t *testing.T) {
 		t.Errorf("make's CC cold and incremental: %q, want the same ccache line", ccs)
 	}
 }
+
+// Configure runs beside the import only in a cold cache: a folder that is
+// there already, or another tree's that a build would seed from (which
+// needs the tree's git hash), leaves it to Build, untouched.
+func TestPreconfigureOnlyCold(t *testing.T) {
+	a, _ := arch.Lookup("x86_64")
+	frag := filepath.Join(t.TempDir(), "common.config")
+	os.WriteFile(frag, []byte("CONFIG_SMP=y\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		make func(cache string, b *Builder)
+	}{
+		{"its folder exists", func(cache string, b *Builder) { os.MkdirAll(b.BuildDir(a, []string{frag}), 0o755) }},
+		{"another tree's folder could seed it", func(cache string, b *Builder) {
+			os.MkdirAll(filepath.Join(cache, "build", "tarball-other", filepath.Base(b.BuildDir(a, []string{frag}))), 0o755)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := t.TempDir()
+			b := &Builder{CacheDir: cache, SrcDir: "/nonexistent", SourceID: "tarball-new"}
+			tc.make(cache, b)
+			done, err := b.Preconfigure(context.Background(), a, Inputs{Arch: a.Name, Fragments: []string{frag}})
+			if done != nil || err != nil {
+				t.Errorf("configured %v, %v; want nothing done", done != nil, err)
+			}
+		})
+	}
+}

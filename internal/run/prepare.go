@@ -120,10 +120,15 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	lab := r.lab
 	art := &Artifacts{}
 	var tree *source.Tree
-	err := r.step("source", func() (err error) {
-		tree, err = source.Prepare(ctx, source.Origin(lab.Source), r.opt.CacheDir, r.logf)
+	pre, err := r.preconfigure()
+	if err != nil {
+		return nil, err
+	}
+	err = r.step("source", func() (err error) {
+		tree, err = source.Prepare(ctx, source.Origin(lab.Source), r.opt.CacheDir, r.logf, pre.Extracted)
 		return err
 	})
+	pre.Finish(ctx, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +192,24 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
 	}
 	return art, nil
+}
+
+// preconfigure readies the configure of each arch's build folder to run
+// beside the import of a tarball extracted for this run (on a fresh
+// machine its configure and git's import each keep a core for half a
+// minute, one after the other before).
+func (r *Runner) preconfigure() (*testbed.Preconfigure, error) {
+	log, err := r.logWriter("configure.log")
+	if err != nil {
+		return nil, err
+	}
+	p := &testbed.Preconfigure{CacheDir: r.opt.CacheDir, Fragments: r.lab.Fragments, Sandboxed: r.opt.Sandbox, Logf: r.logf, Log: log}
+	for _, name := range r.lab.Matrix.Arch {
+		if a, err := arch.Lookup(name); err == nil {
+			p.Archs = append(p.Archs, a)
+		}
+	}
+	return p, nil
 }
 
 // initramfsBeside starts each arch's initramfs when it does not depend on

@@ -65,18 +65,21 @@ type Logf func(format string, args ...any)
 
 // Prepare returns the work tree for src, extracting or adding a worktree the
 // first time. The tree is locked until Close, so that two lab runs sharing a
-// cache cannot switch variants under each other.
-func Prepare(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {
+// cache cannot switch variants under each other. extracted, when given, is
+// told the tree's folder and id as soon as a tarball is extracted, before
+// git stores it (half a minute and more of one core), so that work that
+// reads the files alone can run beside the import.
+func Prepare(ctx context.Context, src Origin, cacheDir string, logf Logf, extracted ...func(dir, id string)) (*Tree, error) {
 	if err := Check(ctx, src); err != nil {
 		return nil, err
 	}
 	if src.Git != "" {
 		return prepareGit(ctx, src, cacheDir, logf)
 	}
-	return prepareTarball(ctx, src, cacheDir, logf)
+	return prepareTarball(ctx, src, cacheDir, logf, extracted)
 }
 
-func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf) (*Tree, error) {
+func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf, extracted []func(dir, id string)) (*Tree, error) {
 	sum, err := digest.File(src.Tarball)
 	if err != nil {
 		return nil, fmt.Errorf("read kernel source %s: %w", src.Tarball, err)
@@ -96,7 +99,7 @@ func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf)
 		t.BaseHash = inf.Commit
 	} else {
 		logf("extract %s into %s", src.Tarball, dir)
-		if err := t.extract(ctx, src.Tarball); err != nil {
+		if err := t.extract(ctx, src.Tarball, extracted); err != nil {
 			t.Close()
 			return nil, err
 		}
@@ -124,7 +127,7 @@ func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf)
 }
 
 // extract unpacks the tarball and commits it, so that variants are commits.
-func (t *Tree) extract(ctx context.Context, tarball string) error {
+func (t *Tree) extract(ctx context.Context, tarball string, extracted []func(dir, id string)) error {
 	ents, _ := os.ReadDir(t.Dir)
 	for _, e := range ents {
 		if e.Name() != ".lab-lock" {
@@ -149,6 +152,9 @@ func (t *Tree) extract(ctx context.Context, tarball string) error {
 	}
 	if err := untar(ctx, tarball, t.Dir); err != nil {
 		return err
+	}
+	for _, f := range extracted {
+		f(t.Dir, t.ID)
 	}
 	if err := storeObjects(ctx, t.git, t.Dir); err != nil {
 		return fmt.Errorf("import %s: %w", tarball, err)

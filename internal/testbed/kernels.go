@@ -8,6 +8,7 @@ import (
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/source"
+	"sync"
 	"time"
 )
 
@@ -75,4 +76,67 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
 	}
 	return results.Kernel{Arch: a.Name, Info: RecordBuild(*info), Cached: info.Cached}, nil
+}
+
+// Preconfigure is what a fresh tarball tree's builds can do before git has
+// stored the tree: configure each arch's build folder beside the import
+// (kbuild.Builder.Preconfigure). Extracted starts it (the hook of
+// source.Prepare); Finish waits for it and stamps each folder with the
+// tree's KconfigID, or leaves it to be configured again when the tree did
+// not come.
+type Preconfigure struct {
+	CacheDir  string
+	Archs     []arch.Arch
+	Fragments func(arch string) []string
+	Sandboxed bool
+	Logf      func(format string, args ...any)
+	Log       io.Writer // configure's output
+
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	done []func(kconfigID string)
+}
+
+// Extracted configures every arch's folder of the tree at dir, id, each in
+// its own goroutine.
+func (p *Preconfigure) Extracted(dir, id string) {
+	for _, a := range p.Archs {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			ctx := context.Background()
+			cc, err := kbuild.CompilerVersion(ctx, a.CC())
+			if err != nil {
+				return // Build says why
+			}
+			b := &kbuild.Builder{CacheDir: p.CacheDir, SrcDir: dir, SourceID: id, Log: p.Log, Sandboxed: p.Sandboxed}
+			start := time.Now()
+			done, err := b.Preconfigure(ctx, a, kbuild.Inputs{Arch: a.Name, Fragments: p.Fragments(a.Name), Compiler: cc})
+			switch {
+			case err != nil:
+				p.Logf("configure %s beside the import: %v (configured again before make)", a.Name, err)
+				return
+			case done == nil:
+				return // a folder there already, or one to seed it from
+			}
+			p.Logf("configure %s beside the import: done in %.1fs", a.Name, time.Since(start).Seconds())
+			p.mu.Lock()
+			p.done = append(p.done, done)
+			p.mu.Unlock()
+		}()
+	}
+}
+
+// Finish waits for the configures and stamps them with tree's KconfigID
+// (tree nil: the import failed, nothing is stamped).
+func (p *Preconfigure) Finish(ctx context.Context, tree *source.Tree) {
+	p.wg.Wait()
+	id := ""
+	if tree != nil && len(p.done) > 0 {
+		id, _ = tree.KconfigID(ctx)
+	}
+	for _, done := range p.done {
+		done(id)
+	}
+	p.done = nil
 }
