@@ -312,6 +312,9 @@ func exitCases() []exitCase {
 		{"table", exitcode.OK, "a table", drive(bg, "table", example)},
 		{"table", exitcode.Failed, "not a run", drive(bg, "table", notAResult)},
 		{"table", exitcode.Usage, "no run", drive(bg, "table")},
+		{"explain", exitcode.OK, "where a run moved", drive(bg, "explain", example)},
+		{"explain", exitcode.Failed, "not a run", drive(bg, "explain", notAResult)},
+		{"explain", exitcode.Usage, "no run", drive(bg, "explain")},
 
 		{"benchmarks", exitcode.OK, "the list", drive(bg, "benchmarks")},
 		{"benchmarks", exitcode.Usage, "an argument", drive(bg, "benchmarks", "uprobe-nop")},

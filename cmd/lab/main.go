@@ -110,6 +110,7 @@ func commands() []command {
 		{"report", "regenerate a run's reports", reportCommand},
 		{"compare", "compare two runs", compareCommand},
 		{"table", "print a run's report", tableCommand},
+		{"explain", "where in the kernel a run's moved rows changed", explainCommand},
 		{"benchmarks", "list the guest benchmarks", benchmarksCommand},
 		{"host", "what this host can run, and how", hostCommand},
 		{"history", "every boot measured: series, change points, reports", historyCommand},
@@ -509,6 +510,38 @@ func tableCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 			return err
 		}
 		fmt.Fprint(out, report.Text(report.Build(r, args[0], version.Lab("")), isTerminal(out)))
+		return nil
+	}
+}
+
+// explainCommand prints where each moved row of a saved run changed in the
+// kernel: its where-blocks, from the run's instruction profiles.
+func explainCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
+	return func(ctx context.Context, inv invocation) error {
+		args, out := inv.args, inv.out
+		if len(args) != 1 {
+			return usagef("explain takes one run directory, got %d", len(args))
+		}
+		r, err := loadRun(args[0])
+		if err != nil {
+			return err
+		}
+		d := report.Build(r, args[0], version.Lab(""))
+		for _, g := range report.Grids(d) {
+			for _, h := range g.Headlines {
+				fmt.Fprintln(out, h)
+			}
+		}
+		if where := report.WhereText(d); where != "" {
+			fmt.Fprint(out, where)
+			return nil
+		}
+		switch {
+		case len(r.Profiles) == 0:
+			fmt.Fprintf(out, "\nrun %s has no instruction profile: lab takes one under icount when a row moves (lab run --profile on takes one whatever moved); wall-clock runs have none\n", r.RunID)
+		default:
+			fmt.Fprintf(out, "\nrun %s has instruction profiles, and no row that moved: nowhere to explain\n", r.RunID)
+		}
 		return nil
 	}
 }

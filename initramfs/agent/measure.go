@@ -116,6 +116,10 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 		if err != nil {
 			return err
 		}
+		// Each sample is a section of its own, from the reading that
+		// starts it to the one that ends it (the next sample's start).
+		section := marked.start()
+		defer marked.stop()
 		next := func() (protocol.Sample, error) {
 			if err := sleepUntil(prev.atNS + job.Sample().Nanoseconds()); err != nil {
 				return protocol.Sample{}, err
@@ -124,10 +128,12 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 				return protocol.Sample{}, err
 			}
 			r, err := pr.read(hits)
+			marked.stop()
 			if err != nil {
 				return protocol.Sample{}, err
 			}
 			s := sample(prev, r)
+			s.Section, section = section, marked.start()
 			prev = r
 			return s, nil
 		}
@@ -181,17 +187,22 @@ func probeFree(p int, job protocol.Job, loop string) (*protocol.Sample, error) {
 		if err != nil {
 			return err
 		}
+		section := marked.start()
 		if err := sleepUntil(a.atNS + job.Sample().Nanoseconds()); err != nil {
+			marked.stop()
 			return err
 		}
 		if err := pr.stopped(); err != nil {
+			marked.stop()
 			return err
 		}
 		b, err := pr.read(nil)
+		marked.stop()
 		if err != nil {
 			return err
 		}
 		s = sample(a, b)
+		s.Section = section
 		return nil
 	})
 	if err != nil {

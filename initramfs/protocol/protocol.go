@@ -179,6 +179,9 @@ type Sample struct {
 	// what is missing from IntervalNS × producers went to the rest of the
 	// guest (the agent, kernel threads, interrupts elsewhere).
 	ProducerNS int64 `json:"producer_ns,omitempty"`
+	// Section is the sample's number among the guest's marked sections,
+	// from 1: the section of an instruction profile that counted it.
+	Section int `json:"section,omitempty"`
 }
 
 // MaxElsewhereNS is how much of a sample's time, per producer, may go to

@@ -52,6 +52,10 @@ type Options struct {
 	// icount (lab track --bisect hands over the history's): the search
 	// takes them before it boots an end.
 	Ends *Ends
+	// NoProfile leaves out the culprit's instruction profile, which an
+	// icount bisect takes by default: one boot of the culprit and of the
+	// step before it with lab's QEMU plugin, to say where it moved.
+	NoProfile bool
 	// Measured is a run that measured kernels the steps may build (lab
 	// watch's run of the series it attributes): under icount a step of
 	// the same kernel image, shape and job takes its boots' figures
@@ -205,6 +209,9 @@ func (b *bisector) do(ctx context.Context) error {
 	}
 	b.record(res)
 	if err != nil {
+		return err
+	}
+	if err := b.profileCulprit(ctx, res); err != nil {
 		return err
 	}
 	return b.tree.Checkout(ctx, b.tree.BaseHash)

@@ -19,6 +19,7 @@ import (
 
 	"lab/internal/bisect"
 	"lab/internal/gitcmd"
+	"lab/internal/insnprof"
 	"lab/internal/publish"
 	"lab/internal/report"
 	"lab/internal/results"
@@ -291,6 +292,9 @@ func Markdown(r *results.Run) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s%s |\n", row.Step, row.Name, row.Subject, row.Figure, row.Own, row.Cumulative, row.Verdict, mark)
 	}
+	if w := whereText(r); w != "" {
+		b.WriteString("\n## Where the culprit moved it\n\n```" + w + "```\n")
+	}
 	b.WriteString("\n## Bisect log\n\n| step | kernel key | build | image sha256 | boots |\n|--:|---|---|---|--:|\n")
 	for _, row := range stepRows(r) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", row.Step, row.Kernel, row.Build, row.Image, row.Boots)
@@ -374,6 +378,7 @@ func Plain(r *results.Run) string {
 	for _, n := range r.Bisect.Notes {
 		b.WriteString(report.Wrap("note: "+n, 80, "  ") + "\n")
 	}
+	b.WriteString(whereText(r))
 	if rep := report.Reproducer(r); rep != "" {
 		b.WriteString(report.Wrap("reproduce: "+rep, 80, "  ") + "\n")
 	}
@@ -414,7 +419,8 @@ func HTML(r *results.Run) (string, error) {
 		Rows     []stepRow
 		Chart    template.HTML
 		Prov     []string
-	}{r, Headline(r), judgedBy(r.Bisect), stepRows(r), svg, provenance(r)})
+		Where    string
+	}{r, Headline(r), judgedBy(r.Bisect), stepRows(r), svg, provenance(r), strings.TrimPrefix(whereText(r), "\n")})
 	return buf.String(), err
 }
 
@@ -429,7 +435,7 @@ tr.culprit td { background: #fee; font-weight: bold; }
 <table><tr><th>step</th><th>patch or commit</th><th>subject</th><th>figure</th><th>own change</th><th>cumulative</th><th>verdict</th><th>kernel key</th><th>build</th><th>image sha256</th><th>boots</th></tr>
 {{range .Rows}}<tr{{if .Culprit}} class="culprit"{{end}}><td class="n">{{.Step}}</td><td>{{.Name}}</td><td>{{.Subject}}</td><td class="n">{{.Figure}}</td><td class="n">{{.Own}}</td><td class="n">{{.Cumulative}}</td><td>{{.Verdict}}</td><td><code>{{.Kernel}}</code></td><td>{{.Build}}</td><td><code>{{.Image}}</code></td><td class="n">{{.Boots}}</td></tr>
 {{end}}</table>
-{{if .Run.Bisect.Notes}}<h2>Notes</h2><ul>{{range .Run.Bisect.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Where}}<h2>Where the culprit moved it</h2><pre>{{.Where}}</pre>{{end}}{{if .Run.Bisect.Notes}}<h2>Notes</h2><ul>{{range .Run.Bisect.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Provenance</h2><ul>{{range .Prov}}<li>{{.}}</li>{{end}}</ul>
 {{end}}`, nil)
 
@@ -478,4 +484,48 @@ func chart(r *results.Run) (template.HTML, error) {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	return report.SVG(p, 7*vg.Inch, 3.5*vg.Inch)
+}
+
+// Where is where the culprit moved the followed figure in the kernel: its
+// instruction profile against the step before it's (bisect.StepVariant),
+// reconciled with the culprit's own change; ok false without both.
+func Where(r *results.Run) (insnprof.Where, bool) {
+	bi := r.Bisect
+	if bi == nil || bi.Outcome != bisect.Found || bi.Culprit < 1 || bi.Figure.Scaling {
+		return insnprof.Where{}, false
+	}
+	find := func(k int) (results.ProfileResult, bool) {
+		for _, p := range r.Profiles {
+			if p.Variant != bisect.StepVariant(k) {
+				continue
+			}
+			for _, res := range p.Results {
+				if res.Benchmark == bi.Figure.Benchmark && res.Producers == bi.Figure.Producers && res.Tool == "" {
+					return res, true
+				}
+			}
+		}
+		return results.ProfileResult{}, false
+	}
+	before, ok1 := find(bi.Culprit - 1)
+	after, ok2 := find(bi.Culprit)
+	if !ok1 || !ok2 {
+		return insnprof.Where{}, false
+	}
+	measured := math.NaN()
+	if !bi.Own.NoData {
+		measured = (1/(1+bi.Own.Pct/100) - 1) * 100
+	}
+	return insnprof.Diff(before, after, measured), true
+}
+
+// whereText is the culprit's where-block for a text report, "" without one.
+func whereText(r *results.Run) string {
+	w, ok := Where(r)
+	if !ok {
+		return ""
+	}
+	bi := r.Bisect
+	return fmt.Sprintf("\nwhere the culprit moved it (step %d against step %d; exact: every instruction counted in one profiled boot a step):\n%s",
+		bi.Culprit, bi.Culprit-1, w.Text("  "))
 }

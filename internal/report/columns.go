@@ -19,24 +19,9 @@ import (
 type Judged struct {
 	variant.Comparison
 	Tables []verdict.Table `json:"tables"`
-}
-
-// Relabel keeps the boots of c's two kernels, as baseline (Against) and
-// patched (Patched).
-func Relabel(boots []results.Boot, c variant.Comparison) []results.Boot {
-	var out []results.Boot
-	for _, b := range boots {
-		switch b.Variant {
-		case c.Against:
-			b.Variant = variant.Baseline
-		case c.Patched:
-			b.Variant = variant.Patched
-		default:
-			continue
-		}
-		out = append(out, b)
-	}
-	return out
+	// Where are the moved rows' where-blocks, from the run's instruction
+	// profiles (a run's report only).
+	Where []WhereMoved `json:"where,omitempty"`
 }
 
 // buildColumns judges every comparison of kernels' boots with judge (by
@@ -46,7 +31,7 @@ func Relabel(boots []results.Boot, c variant.Comparison) []results.Boot {
 func buildColumns(d *Document, kernels []variant.Variant, boots []results.Boot, comps []variant.Comparison, judge func([]results.Boot) []verdict.Table) {
 	d.Kernels = kernels
 	for _, c := range comps {
-		tables := judge(Relabel(boots, c))
+		tables := judge(verdict.Relabel(boots, c))
 		d.Comparisons = append(d.Comparisons, Judged{Comparison: c, Tables: tables})
 		if c.Against == kernels[0] {
 			d.Tables = append(d.Tables, tables...)

@@ -77,6 +77,9 @@ func Build(r *results.Run, dir, generator string) *Document {
 		cr.Boots = b
 		return verdict.Tables(&cr)
 	})
+	for i := range d.Comparisons {
+		d.Comparisons[i].Where = wheres(r, d.Comparisons[i])
+	}
 	for _, c := range d.Comparisons {
 		if c.Against != variant.Baseline {
 			continue

@@ -63,6 +63,9 @@ func Markdown(d *Document) string {
 		}
 		b.WriteString("\n")
 	}
+	if where := WhereText(d); where != "" {
+		b.WriteString("## Where it moved\n\n```" + where + "```\n\n")
+	}
 	if len(d.Caveats) > 0 {
 		b.WriteString("## Caveats\n\n")
 		for _, c := range d.Caveats {
@@ -200,8 +203,31 @@ func Plain(d *Document) string {
 			b.WriteString(Wrap(n, 80, "  ") + "\n")
 		}
 	}
+	// The where-blocks' columns stay as they are; a longer line wraps.
+	for _, l := range whereLines(d) {
+		if l == "" {
+			b.WriteString("\n")
+			continue
+		}
+		if utf8.RuneCountInString(l) <= 80 {
+			b.WriteString(l + "\n")
+			continue
+		}
+		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+		b.WriteString(indent + Wrap(l, 80-len(indent), indent+"  ") + "\n")
+	}
 	plainTail(&b, d)
 	return b.String()
+}
+
+// whereLines are the where-blocks' lines, a blank one before each; none
+// without a block.
+func whereLines(d *Document) []string {
+	w := WhereText(d)
+	if w == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(w, "\n"), "\n")
 }
 
 // plainRow is one row of the 80-column report: its short name, producers,
@@ -332,6 +358,7 @@ func Text(d *Document, color bool) string {
 			b.WriteString("  " + n + "\n")
 		}
 	}
+	b.WriteString(WhereText(d))
 	return b.String()
 }
 

@@ -83,6 +83,21 @@ func icountRun() *results.Run {
 			Results: []protocol.Result{res("uprobe-nop", 1.14984e6*k*j), res("uretprobe-nop", 0.62065e6*u*j),
 				res("usermode-count", 197.99968e6*j), res("syscall-count", 5.74301e6*j)}})
 	}
+	// Each kernel's instruction profile: the patched one's uprobe hit
+	// leaves the lock out.
+	prof := func(v variant.Variant, lock, notify uint64) results.Profile {
+		fs := []results.FunctionCount{{Name: "uprobe_notify_resume", Instructions: notify}, {Name: "[user]", Instructions: 5_120_000}}
+		if lock > 0 {
+			fs = append(fs, results.FunctionCount{Name: "_raw_read_lock", Instructions: lock})
+		}
+		var total uint64
+		for _, f := range fs {
+			total += f.Instructions
+		}
+		return results.Profile{Arch: "x86_64", Variant: v, Topology: "1 vCPU", Seed: 1, Same: true,
+			Results: []results.ProfileResult{{Benchmark: "uprobe-nop", Producers: 1, Ops: 1_000_000, Instructions: total, Functions: fs}}}
+	}
+	r.Profiles = []results.Profile{prof(variant.Baseline, 6_000_000, 858_760_000), prof(variant.Patched, 0, 854_755_000)}
 	return r
 }
 

@@ -231,7 +231,7 @@ span.key { font-weight: bold; margin-left: 0.8em; }
 {{if .Charts}}<h2>Charts</h2>
 {{range .Charts}}<figure class="chart"><figcaption>{{.Title}}{{if .Legend}} <span class="key" style="color:#4477aa">● {{.Base}}</span> <span class="key" style="color:#ee6677">■ {{.Patch}}</span>{{end}}</figcaption>{{.SVG}}</figure>
 {{end}}{{end}}
-{{if .Doc.Caveats}}<h2>Caveats</h2><ul>{{range .Doc.Caveats}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Where}}<h2>Where it moved</h2><pre>{{.Where}}</pre>{{end}}{{if .Doc.Caveats}}<h2>Caveats</h2><ul>{{range .Doc.Caveats}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Provenance</h2>
 {{range .Doc.Runs}}<ul>
 <li>run {{.RunID}} ({{.Dir}}), {{.Role}}; lab version {{.LabVersion}}; complete: {{.Complete}}</li>
@@ -277,6 +277,7 @@ func HTML(d *Document) (string, error) {
 		Charts     []Chart
 		Claims     []htmlClaim
 		ClaimsLine string
-	}{d, Grids(d), charts, claims, capitalize(ClaimsLine(d.Claims))})
+		Where      string
+	}{d, Grids(d), charts, claims, capitalize(ClaimsLine(d.Claims)), strings.TrimPrefix(WhereText(d), "\n")})
 	return buf.String(), err
 }

@@ -80,6 +80,48 @@ type Run struct {
 	// them (the matrix's boots on the wall clock, its seeds under icount),
 	// in the matrix's shape order: how lab merge deals a run's shards.
 	ShapeBoots []int `json:"shape_boots,omitempty"`
+	// Profiles are the instruction profiles of the run's kernels, from a
+	// boot of each with lab's QEMU plugin (icount only): where in the
+	// kernel a moved row's path changed. Their boots are not in Boots:
+	// the figures are the measured boots' alone.
+	Profiles []Profile `json:"profiles,omitempty"`
+}
+
+// Profile is one kernel's instruction profile of one boot under icount
+// (lab's QEMU plugin, package insnprof): for each benchmark result, the
+// guest instructions of its measured samples by kernel function.
+type Profile struct {
+	Arch     string          `json:"arch"`
+	Variant  variant.Variant `json:"variant"`
+	Topology string          `json:"topology"` // the shape, as tables name it
+	Seed     int             `json:"seed"`     // the boot's, as the measured boot's
+	Dir      string          `json:"dir"`      // the profile boot's folder, relative to the run
+	QEMU     string          `json:"qemu"`     // QEMU's version
+	Plugin   string          `json:"plugin"`   // the plugin's file in the cache (its key)
+	// Same says whether the profile boot gave each sample the figure the
+	// measured boot of its kernel and seed did: the plugin does not move
+	// the guest, so it must.
+	Same    bool            `json:"same_figures"`
+	Results []ProfileResult `json:"results"`
+}
+
+// ProfileResult is one benchmark result's profile: over its measured
+// samples, the operations counted and the guest's instructions, all and
+// by function.
+type ProfileResult struct {
+	Benchmark    string          `json:"benchmark"`
+	Tool         string          `json:"tool,omitempty"`
+	Producers    int             `json:"producers"`
+	Ops          uint64          `json:"ops"`          // hits (or calls) in the samples
+	Instructions uint64          `json:"instructions"` // every guest instruction in them
+	Functions    []FunctionCount `json:"functions"`    // most first
+}
+
+// FunctionCount is a function's instructions in a profile: a kernel
+// function by the kernel's System.map, "[user]" for user space.
+type FunctionCount struct {
+	Name         string `json:"name"`
+	Instructions uint64 `json:"instructions"`
 }
 
 // The kinds of record, as Run.Kind says.

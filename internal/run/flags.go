@@ -22,6 +22,9 @@ type Flags struct {
 	// SameImage boots kernels that have one image: by default a run whose
 	// comparisons are all between identical images boots nothing.
 	SameImage flagval.Bool
+	// Profile is when the kernels get an instruction profile: auto (those
+	// of a shape where a row moved), on, off.
+	Profile flagval.String
 }
 
 // RegisterFlags adds the run options to fs.
@@ -31,6 +34,8 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.Shard, "shard", "K/N: boot only this shard's pairs of boots (0 <= K < N); lab merge makes one run of the shards")
 	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
 	fs.Var(&f.SameImage, "boot-same-image", "boot the kernels even when the series changes no code (both images one sha256): by default lab says so and boots nothing")
+	f.Profile.V = ProfileAuto
+	fs.Var(&f.Profile, "profile", "instruction profiles under icount (where in the kernel a row moved, from one more boot of each kernel with lab's QEMU plugin): auto (the kernels of a shape where a row moved), on (every icount kernel) or off")
 }
 
 // Apply fills in opt from the flags that were given; root is lab's
@@ -53,6 +58,12 @@ func (f *Flags) Apply(opt *Options, root string) error {
 		opt.Shard = sh
 	}
 	opt.NoBuild, opt.BootSameImage = f.NoBuild.V, f.SameImage.V
+	switch f.Profile.V {
+	case "", ProfileAuto, ProfileOn, ProfileOff: // "": flags not registered, the default
+		opt.Profile = f.Profile.V
+	default:
+		return fmt.Errorf("--profile %q: want auto, on or off", f.Profile.V)
+	}
 	if f.Only.IsSet() {
 		v, err := variant.Parse(f.Only.V)
 		if err != nil {

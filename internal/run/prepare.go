@@ -18,6 +18,7 @@ import (
 	"lab/internal/bpfbench"
 	"lab/internal/initramfs"
 	"lab/internal/kbuild"
+	"lab/internal/insnprof"
 	"lab/internal/kconfig"
 	"lab/internal/results"
 	"lab/internal/series"
@@ -41,6 +42,9 @@ type Env interface {
 	Prepare(ctx context.Context, r *Runner) (*Artifacts, error)
 	// Boot runs one guest to completion (vm.Boot).
 	Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error)
+	// Plugin is the instruction profile's QEMU plugin for QEMU binary
+	// qemu (insnprof.Plugin), "" where there is none to load.
+	Plugin(ctx context.Context, cacheDir, qemu string) (string, error)
 }
 
 // Artifacts are what the boots need, with their provenance.
@@ -92,6 +96,10 @@ func (realEnv) Check(lab *spec.Lab, opt Options) error {
 
 func (realEnv) Boot(ctx context.Context, c vm.Config, deadline time.Duration, progress func(string)) (*vm.Outcome, error) {
 	return vm.Boot(ctx, c, deadline, progress)
+}
+
+func (realEnv) Plugin(ctx context.Context, cacheDir, qemu string) (string, error) {
+	return insnprof.Plugin(ctx, cacheDir, qemu)
 }
 
 // Prepare builds what the boots need and records it in the cache (a

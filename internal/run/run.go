@@ -52,6 +52,9 @@ type Options struct {
 	// BuildOnly builds every kernel and initramfs and boots nothing (lab
 	// build); NoBuild boots only what the cache holds (lab run --no-build).
 	BuildOnly, NoBuild bool
+	// Profile says which kernels get an instruction profile after the
+	// measured boots (ProfileAuto when ""): see Runner.profile.
+	Profile string
 	// BootSameImage boots kernels that share an image; without it a run
 	// whose every comparison is of one image says so and boots nothing.
 	BootSameImage bool
@@ -233,6 +236,9 @@ func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shar
 	}
 	failed, err := r.measure(ctx, plans, slots, art)
 	if err != nil {
+		return err
+	}
+	if err := r.profile(ctx, plans, art); err != nil {
 		return err
 	}
 	r.logf("results: %s", r.dir)

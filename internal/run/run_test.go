@@ -36,6 +36,9 @@ type fakeEnv struct {
 
 func (f *fakeEnv) Check(*spec.Lab, Options) error { return nil }
 
+// Plugin: a fake QEMU loads no plugin, so a fake run takes no profile.
+func (f *fakeEnv) Plugin(context.Context, string, string) (string, error) { return "", nil }
+
 func (f *fakeEnv) Prepare(ctx context.Context, r *Runner) (*Artifacts, error) {
 	art := &Artifacts{Source: results.Source{Desc: "fake", Version: "6.12.117"}}
 	for _, a := range r.lab.Matrix.Arch {

@@ -34,6 +34,9 @@ type Booter struct {
 	// Seed is an icount boot's random seed (0 is 1): the k-th boot of a
 	// kernel is given seed k.
 	Seed int
+	// Plugin is lab's instruction profile plugin (insnprof.Plugin) to
+	// load, "" for none: its counts go to the boot folder's insncount.txt.
+	Plugin string
 }
 
 // Run boots kernel with plan p as boot number idx, into a folder named
@@ -66,6 +69,9 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	}
 	if p.Clock == results.ClockICount {
 		b.Seed, cfg.Seed = max(bt.Seed, 1), max(bt.Seed, 1)
+	}
+	if bt.Plugin != "" {
+		cfg.Plugin, cfg.PluginOut = bt.Plugin, cfg.PluginPath()
 	}
 	if bt.Results != nil {
 		// Records are a hello, one per benchmark result, then done.

@@ -205,6 +205,24 @@ func (t Table) Name() string {
 	return fmt.Sprintf("%s · %s · %s · %s", s.Arch, s.Topology, accel, clock)
 }
 
+// Relabel keeps the boots of c's two kernels, as baseline (Against) and
+// patched (Patched).
+func Relabel(boots []results.Boot, c variant.Comparison) []results.Boot {
+	var out []results.Boot
+	for _, b := range boots {
+		switch b.Variant {
+		case c.Against:
+			b.Variant = variant.Baseline
+		case c.Patched:
+			b.Variant = variant.Patched
+		default:
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // AllRows is the table's rows, rates first, then within-boot ratios.
 func (t Table) AllRows() []Row { return append(append([]Row(nil), t.Rows...), t.Scaling...) }
 

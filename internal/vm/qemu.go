@@ -55,7 +55,14 @@ type Config struct {
 	// image with one seed run the same instructions, and each seed is
 	// another random stream, as another image of the same code draws.
 	Seed int
+	// Plugin is a TCG plugin QEMU loads (lab's instruction profile), with
+	// its output in PluginOut; "" for none. It counts what the guest runs
+	// and changes none of it: an icount guest runs the same instructions.
+	Plugin, PluginOut string
 }
+
+// PluginPath is where a boot's instruction profile goes.
+func (c Config) PluginPath() string { return filepath.Join(c.Dir, "insncount.txt") }
 
 // ConsoleLog is the path of the boot's console log.
 func (c Config) ConsoleLog() string { return filepath.Join(c.Dir, "console.log") }
@@ -158,6 +165,14 @@ func (c Config) Args() ([]string, error) {
 	}
 	if c.Firmware != "" {
 		args = append(args, "-bios", c.Firmware)
+	}
+	if c.Plugin != "" {
+		// QEMU splits plugin arguments on commas, and cannot take one in
+		// the output's path: the boot folder is in the user's checkout.
+		if strings.Contains(c.PluginOut, ",") {
+			return nil, fmt.Errorf("the instruction profile's output %s: QEMU cannot take a comma in a plugin's argument", c.PluginOut)
+		}
+		args = append(args, "-plugin", c.Plugin+",out="+c.PluginOut)
 	}
 	args = append(args, c.Shape.Args()...)
 	args = append(args,

@@ -1,0 +1,82 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"lab/internal/insnprof"
+	"lab/internal/results"
+	"lab/internal/variant"
+	"lab/internal/verdict"
+)
+
+// WhereMoved is where a moved row's path changed in the kernel, from the
+// run's instruction profiles (results.Profile) of the comparison's two
+// kernels.
+type WhereMoved struct {
+	Table string `json:"table"` // the shape, as tables name it
+	Row   string `json:"row"`   // the row's label: "uprobe-nop p=1"
+	insnprof.Where
+}
+
+// wheres are the where-blocks of comparison c's rows that both its kernels
+// have a profile of: under icount, rates the agent measured, controls left
+// out. Profiles are taken of a shape where a row moved (or of every shape,
+// lab run --profile on): a row that did not move gets a block too, empty
+// when no function moved.
+func wheres(r *results.Run, c Judged) []WhereMoved {
+	var out []WhereMoved
+	for _, t := range c.Tables {
+		if !t.Shape.ICount() {
+			continue
+		}
+		for _, row := range t.Rows {
+			if row.Control || !row.Agent() || row.Change.NoData {
+				continue
+			}
+			a, okA := profileOf(r, t, row, c.Against)
+			b, okB := profileOf(r, t, row, c.Patched)
+			if !okA || !okB {
+				continue
+			}
+			// The figure is hits per instruction: its path changes by the
+			// inverse of its rate.
+			measured := (1/(1+row.Change.Pct/100) - 1) * 100
+			out = append(out, WhereMoved{Table: t.Name(), Row: row.Label(), Where: insnprof.Diff(a, b, measured)})
+		}
+	}
+	return out
+}
+
+// profileOf is kernel k's profile of row in table t's shape.
+func profileOf(r *results.Run, t verdict.Table, row verdict.Row, k variant.Variant) (results.ProfileResult, bool) {
+	for _, p := range r.Profiles {
+		if p.Arch != t.Shape.Arch || p.Topology != t.Shape.Topology || p.Variant != k || !p.Same {
+			continue
+		}
+		for _, res := range p.Results {
+			if res.Benchmark == row.Benchmark && res.Producers == row.Producers && res.Tool == "" {
+				return res, true
+			}
+		}
+	}
+	return results.ProfileResult{}, false
+}
+
+// WhereText is every where-block of the document as text for a terminal
+// or a mail: a heading per comparison, then each row's functions.
+func WhereText(d *Document) string {
+	var b strings.Builder
+	for _, c := range d.Comparisons {
+		for _, w := range c.Where {
+			name := ""
+			if d.named() {
+				name = c.Name() + ", "
+			}
+			fmt.Fprintf(&b, "\nwhere it moved, %s%s (%s → %s; exact: every instruction counted in one profiled boot a kernel):\n",
+				name, w.Table, c.Against, c.Patched)
+			b.WriteString(w.Text("  "))
+		}
+	}
+	return b.String()
+}
