@@ -78,11 +78,7 @@ func (f *planFlags) request(fs *flag.FlagSet, labArg string) (cluster.Request, s
 	if err := f.run.Apply(&opt, root); err != nil {
 		return cluster.Request{}, "", usageError{err.Error()}
 	}
-	boots, err := testbed.PlannedBoots(lab, opt.Accel)
-	if err != nil {
-		return cluster.Request{}, "", err
-	}
-	req := cluster.Request{Lab: lab, LabFile: labPath(root, labArg), Args: cluster.Args(givenFlags(fs)), Shards: f.shards.V, Only: opt.Only, ShapeBoots: boots}
+	req := cluster.Request{Lab: lab, LabFile: labPath(root, labArg), Args: cluster.Args(givenFlags(fs)), Shards: f.shards.V, Only: opt.Only}
 	if f.run.Cache.IsSet() {
 		req.Cache = absPath(f.run.Cache.V)
 	}

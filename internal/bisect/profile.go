@@ -42,7 +42,7 @@ func (b *bisector) measuredProfile(image string) (results.Profile, bool) {
 // kernel the culprit moved the figure. A profile that cannot be taken is
 // said, not a failure: the culprit stands without it.
 func (b *bisector) profileCulprit(ctx context.Context, res *Result) error {
-	if res == nil || res.Outcome != Found || b.plan.Clock != results.ClockICount || b.opt.NoProfile || res.Culprit < 1 {
+	if res == nil || res.Outcome != Found && res.Outcome != Attributed || b.plan.Clock != results.ClockICount || b.opt.NoProfile || res.Culprit < 1 {
 		return nil
 	}
 	plugin, err := insnprof.Plugin(ctx, b.opt.CacheDir, b.plan.Arch.QEMU)

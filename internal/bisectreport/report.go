@@ -491,7 +491,7 @@ func chart(r *results.Run) (template.HTML, error) {
 // reconciled with the culprit's own change; ok false without both.
 func Where(r *results.Run) (insnprof.Where, bool) {
 	bi := r.Bisect
-	if bi == nil || bi.Outcome != bisect.Found || bi.Culprit < 1 || bi.Figure.Scaling {
+	if bi == nil || bi.Outcome != bisect.Found && bi.Outcome != bisect.Attributed || bi.Culprit < 1 || bi.Figure.Scaling {
 		return insnprof.Where{}, false
 	}
 	find := func(k int) (results.ProfileResult, bool) {

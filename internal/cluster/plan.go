@@ -40,9 +40,6 @@ type Request struct {
 	Exe string
 	// Only is --only: one variant ("" for both).
 	Only variant.Variant
-	// ShapeBoots are each shape's boots per kernel, as lab run plans them
-	// (testbed.ShapeBoots): the shards deal them alike.
-	ShapeBoots []int
 }
 
 // Layout is where a run's pieces go under its results folder: the build
@@ -113,13 +110,9 @@ func Make(req Request) (*Plan, error) {
 	if req.Shards < 1 {
 		return nil, fmt.Errorf("--shards %d: want 1 or more", req.Shards)
 	}
-	boots := req.ShapeBoots
-	if len(boots) == 0 { // not planned on a host: a lab that says icount boots its seeds
-		shapes, err := req.Lab.Matrix.ShapeCount()
-		if err != nil {
-			return nil, err
-		}
-		boots = shard.Same(shapes, req.Lab.Matrix.BootsFor(req.Lab.Matrix.Measure == spec.MeasureICount))
+	boots, err := shard.ShardBoots(req.Lab.Matrix)
+	if err != nil {
+		return nil, err
 	}
 	shards, pairs := shard.Deal(boots, variants(req.Only), req.Shards)
 	if req.Shards > pairs {

@@ -68,7 +68,9 @@ func (r *Runner) profile(ctx context.Context, plans []testbed.ShapePlan, art *Ar
 // moved a row that is not a control (every kernel there with --profile on).
 func (r *Runner) kernelsToProfile() map[profileKey]bool {
 	out := map[profileKey]bool{}
-	if r.opt.Profile == ProfileOff || r.opt.Only != "" {
+	// A shard holds part of the boots (its merge judges them), and --only
+	// one kernel: neither has a comparison to explain.
+	if r.opt.Profile == ProfileOff || r.opt.Only != "" || r.opt.Shard.N >= 1 {
 		return out
 	}
 	kernels := r.opt.kernels()

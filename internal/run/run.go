@@ -195,6 +195,12 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 		}
 	}
 	r.run.ShapeBoots = testbed.ShapeBoots(plans, lab.Matrix)
+	if opt.Shard.N >= 1 {
+		// A shard deals by the lab's clock, as the plan that made it did.
+		if r.run.ShapeBoots, err = shard.ShardBoots(lab.Matrix); err != nil {
+			return nil, "", err
+		}
+	}
 	slots := opt.Shard.Pick(shard.Order(r.run.ShapeBoots, variants))
 	if opt.BuildOnly {
 		slots = nil

@@ -8,6 +8,7 @@ package shard
 import (
 	"fmt"
 
+	"lab/internal/spec"
 	"lab/internal/variant"
 )
 
@@ -73,6 +74,20 @@ func (s Shard) Pick(slots []Slot) []Slot {
 		}
 	}
 	return out
+}
+
+// ShardBoots are each shape's boots per kernel in a run spread over hosts
+// (lab run --shard, lab plan, lab merge): by the lab's own clock, not a
+// host's, so that the host that plans and each that boots deal alike (a
+// submit host without KVM would plan icount where the nodes run the wall
+// clock): the lab's seeds when it says measure: icount, its boots
+// otherwise.
+func ShardBoots(m spec.Matrix) ([]int, error) {
+	shapes, err := m.ShapeCount()
+	if err != nil {
+		return nil, err
+	}
+	return Same(shapes, m.BootsFor(m.Measure == spec.MeasureICount)), nil
 }
 
 // Same is n shapes' boots of boots each.

@@ -225,16 +225,6 @@ func Deadline(a arch.Arch, cpus int, accel vm.Accel, clock string, job protocol.
 	return boot, time.Duration(stretch) * record
 }
 
-// PlannedBoots are the lab's ShapeBoots on this host with accel forced
-// ("" for auto): what lab run --shard will deal.
-func PlannedBoots(lab *spec.Lab, accel string) ([]int, error) {
-	plans, err := Plan(lab, ReadHost(accel))
-	if err != nil {
-		return nil, err
-	}
-	return ShapeBoots(plans, lab.Matrix), nil
-}
-
 // ShapeBoots are each plan's boots per kernel: the lab's seeds under icount
 // (every figure exact), its boots on the wall clock.
 func ShapeBoots(plans []ShapePlan, m spec.Matrix) []int {

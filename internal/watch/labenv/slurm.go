@@ -76,11 +76,7 @@ func (s *Slurm) Submit(ctx context.Context, job watch.Job, dir string) error {
 	}
 	lab := *job.Lab
 	lab.Mode = spec.ModeAuto
-	boots, err := testbed.PlannedBoots(&lab, s.Settings.Accel)
-	if err != nil {
-		return err
-	}
-	req := cluster.Request{Lab: &lab, LabFile: job.Lab.Path, Args: cluster.Args(flags), Shards: s.Shards, Cache: s.Settings.CacheDir, Exe: s.Exe, ShapeBoots: boots}
+	req := cluster.Request{Lab: &lab, LabFile: job.Lab.Path, Args: cluster.Args(flags), Shards: s.Shards, Cache: s.Settings.CacheDir, Exe: s.Exe}
 	sub, err := cluster.NewSlurm(req, s.ModuleRoot, dir, s.Partition, s.Exclusive).Submit(ctx, s.Command)
 	if err != nil {
 		return err
