@@ -1,7 +1,6 @@
 package icounte2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,13 +10,15 @@ import (
 	"lab/internal/report"
 	"lab/internal/run"
 	"lab/internal/run/runtest"
-	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/stats"
 	"lab/internal/testenv"
-	"lab/internal/variant"
 	"lab/internal/verdict"
 )
+
+// logLine moves a log string: another image, and no code a benchmark runs.
+var logLine = testenv.Edit{Subject: "init: say lab in the command line's log line", File: "init/main.c",
+	Change: testenv.Replace(`pr_notice("Kernel command line: %s\n", saved_command_line);`, `pr_notice("Kernel command line (lab): %s\n", saved_command_line);`)}
 
 // plantedTicks slows the uprobe-nop producer by about 0.02 %: each timer
 // tick (250 a guest second, 10^9 instructions) that finds a task which has
@@ -32,17 +33,11 @@ const plantedTicks = "\tif (current->utask) { volatile int lab_t; for (lab_t = 0
 func TestExactVerdicts(t *testing.T) {
 	testenv.E2E(t, "builds and boots real kernels under icount")
 	root := testenv.Checkout(t, runtest.Root(t))
-	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, runtest.CacheDir(t), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const tick = "\tif (housekeeping_cpu(cpu, HK_TYPE_TICK))\n\t\tarch_scale_freq_tick();\n"
-	testenv.WriteSeries(t, tree.Dir, root, "planted", []testenv.Edit{{Subject: "sched: spin a little on a tick of a uprobed task",
-		File: "kernel/sched/core.c", Change: testenv.Replace(tick, plantedTicks+tick)}})
-	testenv.WriteSeries(t, tree.Dir, root, "logline", []testenv.Edit{{Subject: "init: say lab in the command line's log line",
-		File: "init/main.c", Change: testenv.Replace(`pr_notice("Kernel command line: %s\n", saved_command_line);`,
-			`pr_notice("Kernel command line (lab): %s\n", saved_command_line);`)}})
-	tree.Close()
+	runtest.TarballSeries(t, root, map[string][]testenv.Edit{
+		"planted": {{Subject: "sched: spin a little on a tick of a uprobed task", File: "kernel/sched/core.c", Change: testenv.Replace(tick, plantedTicks+tick)}},
+		"logline": {logLine},
+	})
 	// 1 s samples: the least floor is 0.01 % (250 ms samples: 0.04 %).
 	labFile := testenv.WriteLab(t, root, "exact", `name: exact
 description: a planted 0.02 % change and a moved log string, one boot a kernel
@@ -64,16 +59,7 @@ matrix:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var named []run.NamedSeries
-	for i, v := range lab.Versions {
-		s, err := lab.OpenVersion(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
-	}
-	res, dir, out := runtest.With(t, run.Options{Lab: lab, Series: named})
+	res, dir, out := runtest.With(t, run.Options{Lab: lab, Series: runtest.Versions(t, lab)})
 	t.Log(out)
 	if n := len(res.Boots); n != 3 {
 		t.Fatalf("%d boots, want 3: one a kernel", n)

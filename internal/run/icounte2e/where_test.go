@@ -1,7 +1,6 @@
 package icounte2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -9,10 +8,8 @@ import (
 	"lab/internal/report"
 	"lab/internal/run"
 	"lab/internal/run/runtest"
-	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
-	"lab/internal/variant"
 )
 
 // labDelay is a planted regression the where-block must name: a function
@@ -67,19 +64,13 @@ func TestWhereItMoved(t *testing.T) {
 	}
 
 	root := testenv.Checkout(t, runtest.Root(t))
-	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, runtest.CacheDir(t), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.WriteSeries(t, tree.Dir, root, "delay", []testenv.Edit{{Subject: "uprobes: a delay on every hit", File: "kernel/events/uprobes.c",
-		Change: func(s string) string {
+	runtest.TarballSeries(t, root, map[string][]testenv.Edit{
+		"delay": {{Subject: "uprobes: a delay on every hit", File: "kernel/events/uprobes.c", Change: func(s string) string {
 			s = testenv.Replace("static void handle_swbp(struct pt_regs *regs)\n", labDelay)(s)
 			return testenv.Replace("\tbp_vaddr = uprobe_get_swbp_addr(regs);\n", "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\tlab_delay();\n")(s)
-		}}})
-	testenv.WriteSeries(t, tree.Dir, root, "logline", []testenv.Edit{{Subject: "init: say lab in the command line's log line",
-		File: "init/main.c", Change: testenv.Replace(`pr_notice("Kernel command line: %s\n", saved_command_line);`,
-			`pr_notice("Kernel command line (lab): %s\n", saved_command_line);`)}})
-	tree.Close()
+		}}},
+		"logline": {logLine},
+	})
 	labFile := testenv.WriteLab(t, root, "where", `name: where
 description: a planted delay and a moved log string, profiled
 mode: apply
@@ -100,16 +91,7 @@ matrix:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var named []run.NamedSeries
-	for i, v := range two.Versions {
-		s, err := two.OpenVersion(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
-	}
-	res, dir, out = runtest.With(t, run.Options{Lab: two, Series: named, Profile: run.ProfileOn})
+	res, dir, out = runtest.With(t, run.Options{Lab: two, Series: runtest.Versions(t, two), Profile: run.ProfileOn})
 	t.Log(out)
 	d = report.Build(res, dir, "test")
 	t.Log(report.WhereText(d))

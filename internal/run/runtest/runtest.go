@@ -20,6 +20,7 @@ import (
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
+	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testenv"
 	"lab/internal/topology"
@@ -473,4 +474,34 @@ func NoQEMU(t testing.TB, cfg vm.Config) {
 			t.Errorf("QEMU still running: %s", p)
 		}
 	}
+}
+
+// TarballSeries writes each series (name: its edits) under root/patches,
+// made from the files of the default source's tree in the test cache.
+func TarballSeries(t testing.TB, root string, series map[string][]testenv.Edit) {
+	t.Helper()
+	tree, err := source.Prepare(context.Background(), source.Origin{Tarball: spec.DefaultTarball, Package: spec.DefaultPackage}, CacheDir(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	for name, edits := range series {
+		testenv.WriteSeries(t, tree.Dir, root, name, edits)
+	}
+}
+
+// Versions opens the series of a lab of several (versions:), each named
+// as the lab names it, for run.Options.Series; the test closes them.
+func Versions(t testing.TB, lab *spec.Lab) []run.NamedSeries {
+	t.Helper()
+	var named []run.NamedSeries
+	for i, v := range lab.Versions {
+		s, err := lab.OpenVersion(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
+	}
+	return named
 }
