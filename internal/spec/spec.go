@@ -328,9 +328,14 @@ func (l *Lab) setDefaults(d *doc) {
 		}
 	}
 	// A lab on the instruction clock alone that asks for boots and not
-	// seeds means its boots: each kernel boots that often, a seed each.
-	if m.Measure == MeasureICount && d.given("matrix.boots") && !d.given("matrix.seeds") {
-		m.Seeds = m.Boots
+	// seeds means its boots: each kernel boots that often, a seed each;
+	// without either, the default, said so that the lab written back
+	// reads the same.
+	if m.Measure == MeasureICount && !d.given("matrix.seeds") {
+		m.Seeds = DefaultSeeds
+		if d.given("matrix.boots") {
+			m.Seeds = m.Boots
+		}
 	}
 }
 
