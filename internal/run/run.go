@@ -160,6 +160,10 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 		return nil, "", err
 	}
 	testbed.Parallelize(plans, opt.Parallel, host.CPUs)
+	boots, err := shapeBoots(plans, lab, opt.Shard)
+	if err != nil {
+		return nil, "", err
+	}
 	if err := env.Check(lab, opt); err != nil {
 		return nil, "", err
 	}
@@ -194,14 +198,8 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 			return r.run, r.dir, err
 		}
 	}
-	r.run.ShapeBoots = testbed.ShapeBoots(plans, lab.Matrix)
-	if opt.Shard.N >= 1 {
-		// A shard deals by the lab's clock, as the plan that made it did.
-		if r.run.ShapeBoots, err = shard.ShardBoots(lab.Matrix); err != nil {
-			return nil, "", err
-		}
-	}
-	slots := opt.Shard.Pick(shard.Order(r.run.ShapeBoots, variants))
+	r.run.ShapeBoots = boots
+	slots := opt.Shard.Pick(shard.Order(boots, variants))
 	if opt.BuildOnly {
 		slots = nil
 	}
@@ -223,6 +221,15 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 		err = werr
 	}
 	return r.run, r.dir, err
+}
+
+// shapeBoots are each shape's boots per kernel: as planned on this host, or
+// for a shard by the lab's clock, as the plan that made it dealt them.
+func shapeBoots(plans []testbed.ShapePlan, lab *spec.Lab, sh shard.Shard) ([]int, error) {
+	if sh.N >= 1 {
+		return shard.ShardBoots(lab.Matrix)
+	}
+	return testbed.ShapeBoots(plans, lab.Matrix), nil
 }
 
 func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shard.Slot) error {
