@@ -27,15 +27,11 @@ import (
 // breaks the build and the next that mends it, one that lengthens the uprobe
 // hit path (the culprit: step 5), and a harmless last one.
 var testSeries = []testenv.Edit{
-	{Subject: "docs: uprobetracer: a note", File: "Documentation/trace/uprobetracer.rst", Change: func(s string) string { return s + "\n.. lab bisect test: documentation only\n" }},
-	{Subject: "init: say \"the init process\"", File: "init/main.c", Change: testenv.Replace(`pr_info("Run %s as init process\n", init_filename);`, `pr_info("Run %s as the init process\n", init_filename);`)},
+	testenv.DocNote,
+	testenv.InitLogLine,
 	{Subject: "uprobes: a declaration that does not compile", File: "kernel/events/uprobes.c", Change: func(s string) string { return s + "\nint lab_bisect_broken = ;\n" }},
 	{Subject: "uprobes: mend the declaration", File: "kernel/events/uprobes.c", Change: testenv.Replace("\nint lab_bisect_broken = ;\n", "")},
-	{Subject: "uprobes: spin on every hit", File: "kernel/events/uprobes.c", Change: func(s string) string {
-		s = strings.Replace(s, "\tint is_swbp;\n\n\tbp_vaddr = uprobe_get_swbp_addr(regs);\n",
-			"\tint is_swbp;\n\tvolatile int lab_spin;\n\n\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\tfor (lab_spin = 0; lab_spin < 32; lab_spin++)\n\t\t;\n", 1)
-		return s
-	}},
+	testenv.SpinOnEveryHit,
 	{Subject: "init: say it once more", File: "init/main.c", Change: testenv.Replace(`pr_info("Run %s as the init process\n", init_filename);`, `pr_info("Run %s as the init process.\n", init_filename);`)},
 }
 

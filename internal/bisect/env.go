@@ -117,17 +117,33 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 			return results.Boot{}, err
 		}
 	}
+	plugin := b.plugin(ctx)
 	b.mu.Lock()
 	b.booted++
 	idx := b.booted
 	b.seeds[k]++ // the step's k-th boot draws stream k
 	seed := b.seeds[k] + b.earlierOf(k)
+	if b.seeds[k] > 1 || b.plan.Clock != results.ClockICount {
+		plugin = "" // a step's first boot here profiles it
+	}
 	b.mu.Unlock()
-	booter := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf, Seed: seed}
+	booter := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf, Seed: seed, Plugin: plugin}
 	label := fmt.Sprintf("boot %d: step %d/%d (%s)", idx, k, len(b.steps)-1, st.Name)
 	boot, err := booter.Run(ctx, b.plan, *st.Kernel, b.bench.Initrd(b.plan.Arch.Name), "", idx, fmt.Sprintf("step%02d", k), label)
 	boot.Variant = b.variantOf(k)
+	var prof *results.Profile
+	if plugin != "" && err == nil {
+		if p, perr := booter.ReadProfile(b.plan, *st.Kernel, boot); perr == nil {
+			p.Variant, p.Same = StepVariant(k), true
+			prof = &p
+		} else {
+			b.logf("no instruction profile of step %d: %v", k, perr)
+		}
+	}
 	b.mu.Lock()
+	if prof != nil {
+		b.run.Profiles = append(b.run.Profiles, *prof)
+	}
 	boot = testbed.AddBoot(b.run, boot, err)
 	st.Boots = append(st.Boots, idx)
 	sort.Ints(st.Boots)

@@ -15,6 +15,36 @@ import (
 // StepVariant names step k in a bisect's instruction profiles.
 func StepVariant(k int) variant.Variant { return variant.Variant(fmt.Sprintf("step%02d", k)) }
 
+// plugin is lab's instruction profile plugin for the plan's QEMU, resolved
+// once ("" where it cannot load, said once; none on the wall clock or with
+// NoProfile).
+func (b *bisector) plugin(ctx context.Context) string {
+	b.pluginOnce.Do(func() {
+		if b.plan.Clock != results.ClockICount || b.opt.NoProfile {
+			return
+		}
+		p, err := insnprof.Plugin(ctx, b.opt.CacheDir, b.plan.Arch.QEMU)
+		if err != nil {
+			b.logf("no instruction profile: %v", err)
+			return
+		}
+		b.pluginPath = p
+	})
+	return b.pluginPath
+}
+
+// hasProfile reports whether the record holds a profile of step k.
+func (b *bisector) hasProfile(k int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.run.Profiles {
+		if p.Variant == StepVariant(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // measuredProfile is opt.Measured's profile of kernel image, taken with
 // this bisect's shape and job (it measures with the run's), so that no
 // image is profiled twice.
@@ -45,13 +75,11 @@ func (b *bisector) profileCulprit(ctx context.Context, res *Result) error {
 	if res == nil || res.Outcome != Found && res.Outcome != Attributed || b.plan.Clock != results.ClockICount || b.opt.NoProfile || res.Culprit < 1 {
 		return nil
 	}
-	plugin, err := insnprof.Plugin(ctx, b.opt.CacheDir, b.plan.Arch.QEMU)
-	if err != nil {
-		b.logf("no instruction profile of the culprit: %v", err)
-		return nil
-	}
 	for _, k := range []int{res.Culprit - 1, res.Culprit} {
 		st := b.steps[k]
+		if b.hasProfile(k) {
+			continue // its first boot here took it
+		}
 		if st.Kernel == nil {
 			b.logf("no instruction profile: step %d was not built", k)
 			return nil
@@ -61,6 +89,10 @@ func (b *bisector) profileCulprit(ctx context.Context, res *Result) error {
 			b.run.Profiles = append(b.run.Profiles, p)
 			b.logf("profile: step %d (%s): run %s's profile of the same kernel image, shape and job", k, st.Name, b.opt.Measured.RunID)
 			continue
+		}
+		plugin := b.plugin(ctx)
+		if plugin == "" {
+			return nil
 		}
 		b.mu.Lock()
 		b.booted++

@@ -165,6 +165,9 @@ type bisector struct {
 	seeds map[int]int
 	// taken are the steps whose boots in opt.Measured were looked for.
 	taken map[int]bool
+	// pluginPath is the instruction profile's plugin, resolved once.
+	pluginOnce sync.Once
+	pluginPath string
 }
 
 // workers is how many boots run at once: the plan's (see testbed.Parallelize)

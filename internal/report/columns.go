@@ -20,8 +20,10 @@ type Judged struct {
 	variant.Comparison
 	Tables []verdict.Table `json:"tables"`
 	// Where are the moved rows' where-blocks, from the run's instruction
-	// profiles (a run's report only).
-	Where []WhereMoved `json:"where,omitempty"`
+	// profiles (a run's report only); Profiled says both kernels had
+	// profiles, whether or not a row moved.
+	Where    []WhereMoved `json:"where,omitempty"`
+	Profiled bool         `json:"profiled,omitempty"`
 }
 
 // buildColumns judges every comparison of kernels' boots with judge (by

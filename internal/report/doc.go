@@ -78,7 +78,7 @@ func Build(r *results.Run, dir, generator string) *Document {
 		return verdict.Tables(&cr)
 	})
 	for i := range d.Comparisons {
-		d.Comparisons[i].Where = wheres(r, d.Comparisons[i])
+		d.Comparisons[i].Where, d.Comparisons[i].Profiled = wheres(r, d.Comparisons[i])
 	}
 	for _, c := range d.Comparisons {
 		if c.Against != variant.Baseline {

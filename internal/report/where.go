@@ -6,6 +6,7 @@ import (
 
 	"lab/internal/insnprof"
 	"lab/internal/results"
+	"lab/internal/stats"
 	"lab/internal/variant"
 	"lab/internal/verdict"
 )
@@ -21,11 +22,12 @@ type WhereMoved struct {
 
 // wheres are the where-blocks of comparison c's rows that both its kernels
 // have a profile of: under icount, rates the agent measured, controls left
-// out. Profiles are taken of a shape where a row moved (or of every shape,
-// lab run --profile on): a row that did not move gets a block too, empty
-// when no function moved.
-func wheres(r *results.Run, c Judged) []WhereMoved {
-	var out []WhereMoved
+// out; a block for each row that moved, and for a row that did not but
+// whose profile shows a function's instructions a hit changed (a path
+// change under the floor). profiled says whether both kernels had
+// profiles at all, so that a report can say "nowhere" for a comparison
+// without a block.
+func wheres(r *results.Run, c Judged) (out []WhereMoved, profiled bool) {
 	for _, t := range c.Tables {
 		if !t.Shape.ICount() {
 			continue
@@ -39,13 +41,17 @@ func wheres(r *results.Run, c Judged) []WhereMoved {
 			if !okA || !okB {
 				continue
 			}
+			profiled = true
 			// The figure is hits per instruction: its path changes by the
 			// inverse of its rate.
 			measured := (1/(1+row.Change.Pct/100) - 1) * 100
-			out = append(out, WhereMoved{Table: t.Name(), Row: row.Label(), Where: insnprof.Diff(a, b, measured)})
+			w := insnprof.Diff(a, b, measured)
+			if row.Change.Verdict != stats.Same || len(w.Rows) > 0 {
+				out = append(out, WhereMoved{Table: t.Name(), Row: row.Label(), Where: w})
+			}
 		}
 	}
-	return out
+	return out, profiled
 }
 
 // profileOf is kernel k's profile of row in table t's shape.
@@ -68,11 +74,15 @@ func profileOf(r *results.Run, t verdict.Table, row verdict.Row, k variant.Varia
 func WhereText(d *Document) string {
 	var b strings.Builder
 	for _, c := range d.Comparisons {
+		name := ""
+		if d.named() {
+			name = c.Name() + ", "
+		}
+		if c.Profiled && len(c.Where) == 0 {
+			fmt.Fprintf(&b, "\nwhere it moved, %s%s: nowhere: no row moved, and no function's instructions a hit changed by %.2f or more\n",
+				name, c.Tables[0].Name(), insnprof.MinDelta)
+		}
 		for _, w := range c.Where {
-			name := ""
-			if d.named() {
-				name = c.Name() + ", "
-			}
 			fmt.Fprintf(&b, "\nwhere it moved, %s%s (%s → %s; exact: every instruction counted in one profiled boot a kernel):\n",
 				name, w.Table, c.Against, c.Patched)
 			b.WriteString(w.Text("  "))

@@ -27,6 +27,7 @@ func (r *Runner) measure(ctx context.Context, plans []testbed.ShapePlan, slots [
 		return 0, err
 	}
 	defer os.RemoveAll(qmpDir)
+	plugins := r.plugins(ctx, plans)
 	failed := 0
 	for start := 0; start < len(slots); {
 		end := start
@@ -38,7 +39,7 @@ func (r *Runner) measure(ctx context.Context, plans []testbed.ShapePlan, slots [
 		for _, c := range p.Caveats {
 			r.logf("caveat: %s", c)
 		}
-		n, err := r.measureShape(ctx, p, slots, start, end, art, qmpDir)
+		n, err := r.measureShape(ctx, p, slots, start, end, art, qmpDir, plugins[p.Arch.QEMU])
 		failed += n
 		if err != nil {
 			return failed, err
@@ -52,7 +53,9 @@ func (r *Runner) measure(ctx context.Context, plans []testbed.ShapePlan, slots [
 // a time. Boot numbers follow the slots, whatever order boots finish in.
 // Ctrl-C starts no new boot and collects the running ones; a results.json
 // that cannot be saved ends the batch.
-func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir string) (int, error) {
+// The first boot of each kernel of an icount shape loads plugin (""
+// none), lab's instruction profile, and its profile is recorded.
+func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir, plugin string) (int, error) {
 	var (
 		mu          sync.Mutex // one finished boot recorded at a time
 		failed      int
@@ -66,7 +69,10 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 		sl := slots[n]
 		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
 		qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
-		b, err := r.boot(ctx, p, sl, art, qmp, label)
+		if sl.Round != 0 || p.Clock != results.ClockICount {
+			plugin = ""
+		}
+		b, prof, err := r.boot(ctx, p, sl, art, qmp, label, plugin)
 		b.Round = sl.Round
 		mu.Lock()
 		defer mu.Unlock()
@@ -74,6 +80,9 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 			failed++
 		}
 		b = testbed.AddBoot(r.run, b, err)
+		if prof != nil && err == nil {
+			r.run.Profiles = append(r.run.Profiles, *prof)
+		}
 		if serr := r.save(); serr != nil {
 			return serr
 		}
@@ -99,20 +108,25 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 
 // boot runs one guest of plan p: slot sl's variant's kernel, with the
 // round's seed (the k-th boot of each kernel draws stream k, so that the
-// rounds of a shape are pairs of one seed).
-func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, art *Artifacts, qmp, label string) (results.Boot, error) {
+// rounds of a shape are pairs of one seed), and plugin loaded when one is
+// given: then its profile too.
+func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, art *Artifacts, qmp, label, plugin string) (results.Boot, *results.Profile, error) {
 	v, idx := sl.Variant, sl.Index
 	kernel, err := art.Kernel(p.Arch.Name, v)
 	if err != nil {
-		return results.Boot{Index: idx, Variant: v}, err
+		return results.Boot{Index: idx, Variant: v}, nil, err
 	}
 	initrd, err := art.Initrd(p.Arch.Name)
 	if err != nil {
-		return results.Boot{Index: idx, Variant: v}, err
+		return results.Boot{Index: idx, Variant: v}, nil, err
 	}
 	b := testbed.Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf,
-		Results: func(n int) { r.received(idx, n) }, Seed: sl.Round + 1}
-	return b.Run(ctx, p, kernel, initrd, v, idx, string(v), label)
+		Results: func(n int) { r.received(idx, n) }, Seed: sl.Round + 1, Plugin: plugin}
+	boot, err := b.Run(ctx, p, kernel, initrd, v, idx, string(v), label)
+	if err != nil || plugin == "" {
+		return boot, nil, err
+	}
+	return boot, r.profileOf(b, p, kernel, boot), nil
 }
 
 func summary(b results.Boot) string {

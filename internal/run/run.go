@@ -251,9 +251,6 @@ func (r *Runner) do(ctx context.Context, plans []testbed.ShapePlan, slots []shar
 	if err != nil {
 		return err
 	}
-	if err := r.profile(ctx, plans, art); err != nil {
-		return err
-	}
 	r.logf("results: %s", r.dir)
 	if failed > 0 {
 		e := &FailedBootsError{Failed: failed, Results: r.folder().Results()}

@@ -18,35 +18,43 @@ import (
 // plugin counts the guest without moving it: a profile boot of the plan,
 // job and seed of a measured boot gives that boot's figures (SameFigures).
 func (bt Booter) Profile(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, name, label string) (results.Profile, results.Boot, error) {
-	syms, err := insnprof.LoadSystemMap(filepath.Join(filepath.Dir(kernel.Info.Image), "System.map"))
-	if err != nil {
-		return results.Profile{}, results.Boot{}, fmt.Errorf("the kernel's symbols: %w", err)
-	}
 	boot, err := bt.Run(ctx, p, kernel, initrd, v, idx, name, label)
 	if err != nil {
 		return results.Profile{}, boot, err
+	}
+	prof, err := bt.ReadProfile(p, kernel, boot)
+	return prof, boot, err
+}
+
+// ReadProfile reads the instruction profile of boot, a boot of kernel with
+// plan p that loaded bt.Plugin: its plugin's output, named by the kernel's
+// System.map, for each benchmark result.
+func (bt Booter) ReadProfile(p ShapePlan, kernel results.Kernel, boot results.Boot) (results.Profile, error) {
+	syms, err := insnprof.LoadSystemMap(filepath.Join(filepath.Dir(kernel.Info.Image), "System.map"))
+	if err != nil {
+		return results.Profile{}, fmt.Errorf("the kernel's symbols: %w", err)
 	}
 	dir := filepath.Dir(boot.Console)
 	out := filepath.Join(dir, "insncount.txt")
 	f, err := os.Open(filepath.Join(bt.Dir, out))
 	if err != nil {
-		return results.Profile{}, boot, err
+		return results.Profile{}, err
 	}
 	defer f.Close()
 	sections, err := insnprof.ReadSections(f)
 	if err != nil {
-		return results.Profile{}, boot, fmt.Errorf("the plugin's output %s: %w", out, err)
+		return results.Profile{}, fmt.Errorf("the plugin's output %s: %w", out, err)
 	}
 	res, err := insnprof.Summarize(boot, sections, syms)
 	if err != nil {
-		return results.Profile{}, boot, err
+		return results.Profile{}, err
 	}
-	prof := results.Profile{Arch: p.Arch.Name, Variant: v, Topology: p.Shape.String(), Seed: boot.Seed, Dir: dir,
+	prof := results.Profile{Arch: p.Arch.Name, Variant: boot.Variant, Topology: p.Shape.String(), Seed: boot.Seed, Dir: dir,
 		Plugin: filepath.Base(bt.Plugin), Results: res}
 	if boot.Outcome != nil {
 		prof.QEMU = boot.Outcome.QEMUVersion
 	}
-	return prof, boot, nil
+	return prof, nil
 }
 
 // SameFigures reports whether boot b gave every result a's did, sample by

@@ -249,3 +249,20 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// Edits of Debian's 6.12 that end-to-end tests of several packages share,
+// so that the kernels they make are one cache entry whichever test builds
+// it first (a tree's kernel is keyed by its content).
+var (
+	// DocNote changes documentation only: the image stays.
+	DocNote = Edit{Subject: "docs: uprobetracer: a note", File: "Documentation/trace/uprobetracer.rst",
+		Change: func(s string) string { return s + "\n.. lab bisect test: documentation only\n" }}
+	// InitLogLine moves a log string: another image, and no code a
+	// benchmark runs.
+	InitLogLine = Edit{Subject: "init: say \"the init process\"", File: "init/main.c",
+		Change: Replace(`pr_info("Run %s as init process\n", init_filename);`, `pr_info("Run %s as the init process\n", init_filename);`)}
+	// SpinOnEveryHit lengthens the uprobe hit path by 32 turns of a loop.
+	SpinOnEveryHit = Edit{Subject: "uprobes: spin on every hit", File: "kernel/events/uprobes.c",
+		Change: Replace("\tint is_swbp;\n\n\tbp_vaddr = uprobe_get_swbp_addr(regs);\n",
+			"\tint is_swbp;\n\tvolatile int lab_spin;\n\n\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\tfor (lab_spin = 0; lab_spin < 32; lab_spin++)\n\t\t;\n")}
+)

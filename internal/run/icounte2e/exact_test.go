@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/internal/insnprof"
 	"lab/internal/report"
 	"lab/internal/run"
 	"lab/internal/run/runtest"
@@ -16,35 +17,44 @@ import (
 	"lab/internal/verdict"
 )
 
-// logLine moves a log string: another image, and no code a benchmark runs.
-var logLine = testenv.Edit{Subject: "init: say lab in the command line's log line", File: "init/main.c",
-	Change: testenv.Replace(`pr_notice("Kernel command line: %s\n", saved_command_line);`, `pr_notice("Kernel command line (lab): %s\n", saved_command_line);`)}
-
 // plantedTicks slows the uprobe-nop producer by about 0.02 %: each timer
 // tick (250 a guest second, 10^9 instructions) that finds a task which has
 // hit a uprobe spins some 800 instructions. The controls' producers never
 // hit one, so they do not move.
 const plantedTicks = "\tif (current->utask) { volatile int lab_t; for (lab_t = 0; lab_t < 133; lab_t++) ; }\n"
 
+// labDelay is a planted regression the where-block must name: a function
+// of its own that a uprobe hit calls, spinning a little.
+const labDelay = "noinline void lab_delay(void)\n{\n\tvolatile int lab_d;\n\n\tfor (lab_d = 0; lab_d < 16; lab_d++)\n\t\t;\n}\n\nstatic void handle_swbp(struct pt_regs *regs)\n"
+
 // The verdict under icount, with the default of one boot a kernel: a
 // planted change of about 0.02 % on the uprobe path is called slower, and
 // an image that only moved a log string is called unchanged, in every
-// report format, in exact words and without a p-value.
+// report format, in exact words and without a p-value. The first boot of
+// each kernel carries lab's QEMU plugin: a planted delay is named with its
+// caller and the instructions it adds a hit, and the moved log string
+// moved nothing ("nowhere"). The log string's series is the one the
+// bisect and watch tests start with, so its kernel is one cache entry.
 func TestExactVerdicts(t *testing.T) {
-	testenv.E2E(t, "builds and boots real kernels under icount")
+	testenv.E2E(t, "builds and boots real kernels under icount with lab's QEMU plugin")
 	root := testenv.Checkout(t, runtest.Root(t))
 	const tick = "\tif (housekeeping_cpu(cpu, HK_TYPE_TICK))\n\t\tarch_scale_freq_tick();\n"
 	runtest.TarballSeries(t, root, map[string][]testenv.Edit{
 		"planted": {{Subject: "sched: spin a little on a tick of a uprobed task", File: "kernel/sched/core.c", Change: testenv.Replace(tick, plantedTicks+tick)}},
-		"logline": {logLine},
+		"logline": {testenv.DocNote, testenv.InitLogLine},
+		"delay": {{Subject: "uprobes: a delay on every hit", File: "kernel/events/uprobes.c", Change: func(s string) string {
+			s = testenv.Replace("static void handle_swbp(struct pt_regs *regs)\n", labDelay)(s)
+			return testenv.Replace("\tbp_vaddr = uprobe_get_swbp_addr(regs);\n", "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\tlab_delay();\n")(s)
+		}}},
 	})
 	// 1 s samples: the least floor is 0.01 % (250 ms samples: 0.04 %).
 	labFile := testenv.WriteLab(t, root, "exact", `name: exact
-description: a planted 0.02 % change and a moved log string, one boot a kernel
+description: a planted 0.02 % change, a moved log string and a planted delay, one boot a kernel
 mode: apply
 versions:
   - {name: planted, series: planted}
   - {name: logline, series: logline}
+  - {name: delay, series: delay}
 config: [common.config]
 matrix:
   arch: [x86_64]
@@ -61,8 +71,8 @@ matrix:
 	}
 	res, dir, out := runtest.With(t, run.Options{Lab: lab, Series: runtest.Versions(t, lab)})
 	t.Log(out)
-	if n := len(res.Boots); n != 3 {
-		t.Fatalf("%d boots, want 3: one a kernel", n)
+	if n := len(res.Boots); n != 4 {
+		t.Fatalf("%d boots, want 4: one a kernel", n)
 	}
 	d := report.Build(res, dir, "test")
 	rows := map[string]verdict.Row{}
@@ -105,4 +115,53 @@ matrix:
 	if mail := strings.Join(strings.Fields(formats["80 columns"]), " "); !strings.Contains(mail, "slower by "+fmt.Sprintf("%.3f", -planted.Change.Pct)+" % (exact; 1 boot per kernel; floor") {
 		t.Errorf("the mail's headline lacks the exact words:\n%s", formats["80 columns"])
 	}
+	whereItMoved(t, d)
+}
+
+// whereItMoved checks the where-blocks of TestExactVerdicts' document.
+func whereItMoved(t *testing.T, d *report.Document) {
+	t.Helper()
+	text := report.WhereText(d)
+	t.Log(text)
+	blocks := whereOf(d)
+	delay, ok := blocks["delay vs baseline uprobe-nop p=1"]
+	if !ok {
+		t.Fatalf("no where-block for the delay: %v", blocks)
+	}
+	if m := moved(delay, "lab_delay"); m == nil || m.Before != 0 || m.Delta < 30 {
+		t.Errorf("the delay is not named with what it adds a hit: %+v", delay.Rows)
+	}
+	if m := moved(delay, "uprobe_notify_resume"); m == nil || m.Delta <= 0 {
+		t.Errorf("the delay's caller (handle_swbp, in uprobe_notify_resume) is not named: %+v", delay.Rows)
+	}
+	if agree := delay.Agreement(); !(agree <= 0.1) {
+		t.Errorf("the delay's profile %.3f %% of the change from the figure's", agree)
+	}
+	if w, ok := blocks["logline vs baseline uprobe-nop p=1"]; ok {
+		t.Errorf("the moved log string has a where-block: %+v", w.Rows)
+	}
+	if !strings.Contains(text, "where it moved, logline vs baseline, x86_64 · 1 vCPU · TCG · icount: nowhere") {
+		t.Errorf("the report does not say the moved log string moved nothing:\n%s", text)
+	}
+}
+
+// Every where-block of a document, by comparison name and row.
+func whereOf(d *report.Document) map[string]insnprof.Where {
+	out := map[string]insnprof.Where{}
+	for _, c := range d.Comparisons {
+		for _, w := range c.Where {
+			out[c.Name()+" "+w.Row] = w.Where
+		}
+	}
+	return out
+}
+
+// moved is function's row of w, or nil.
+func moved(w insnprof.Where, function string) *insnprof.Moved {
+	for i := range w.Rows {
+		if w.Rows[i].Function == function {
+			return &w.Rows[i]
+		}
+	}
+	return nil
 }

@@ -199,20 +199,19 @@ matrix:
 	}
 }
 
-// regressSeries is a 2-patch series on Debian's 6.12: a change off the hit
-// path (the registration counts itself), then a spin on every uprobe hit.
-var regressSeries = []testenv.Edit{
-	{Subject: "uprobes: count registrations", File: "kernel/events/uprobes.c", Change: testenv.Replace(
-		"struct uprobe *uprobe_register(struct inode *inode,", "unsigned long lab_registrations;\n\nstruct uprobe *uprobe_register(struct inode *inode,")},
-	{Subject: "uprobes: spin on every hit", File: "kernel/events/uprobes.c", Change: testenv.Replace(
-		"\tbp_vaddr = uprobe_get_swbp_addr(regs);\n", "\tbp_vaddr = uprobe_get_swbp_addr(regs);\n\t{ volatile int lab_s; for (lab_s = 0; lab_s < 32; lab_s++) ; }\n")},
-}
+// regressSeries is a 3-patch series on Debian's 6.12: a documentation
+// note (the baseline's image), a moved log string (another image, no code
+// a benchmark runs), then a spin on every uprobe hit. Its edits are the
+// ones the bisect and icount tests start with, so its kernels are cache
+// entries those tests share.
+var regressSeries = []testenv.Edit{testenv.DocNote, testenv.InitLogLine, testenv.SpinOnEveryHit}
 
-// A 2-patch series that makes uprobe hits slower, posted to a list whose
+// A 3-patch series that makes uprobe hits slower, posted to a list whose
 // lab's baseline kernel is cached: lab watch builds the series' kernel and
-// its first patch's, boots each kernel image once (the baseline and the
-// series in the run; the attribution takes their figures and boots only
-// the middle step), names the second patch, and replies. The note of the
+// its steps', boots each kernel image once (the baseline and the series in
+// the run; the attribution takes their figures, finds the first step's
+// image is the baseline's, and boots only the second step), names the
+// third patch, and replies with where the culprit moved the path. The note of the
 // issue gives the time from the first mail read to the reply.
 func TestWatchAttributesARegression(t *testing.T) {
 	testenv.E2E(t, "lab watch builds and boots real kernels for a regression and its patches")
@@ -224,10 +223,10 @@ func TestWatchAttributesARegression(t *testing.T) {
 	testenv.WriteSeries(t, tree.Dir, root, "regress", regressSeries)
 	tree.Close()
 	files, _ := filepath.Glob(filepath.Join(root, "patches", "regress", "*.patch"))
-	if len(files) != 2 {
+	if len(files) != len(regressSeries) {
 		t.Fatalf("patches %v", files)
 	}
-	posting := testenv.Sending{ID: "regress@example.org", Subject: "uprobes: count registrations, and spin", From: "Dev <dev@example.org>"}
+	posting := testenv.Sending{ID: "regress@example.org", Subject: "uprobes: a note, a log line, and a spin", From: "Dev <dev@example.org>"}
 	for i, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -273,7 +272,7 @@ matrix:
 	start := time.Now()
 	out, code := watchOnce(t, args)
 	t.Logf("from the first mail read to the reply queued, the baseline kernel cached: %s", time.Since(start).Round(time.Second))
-	if code != 0 || !strings.Contains(out, "[PATCH 0/2] uprobes: count registrations, and spin: answered (verdict)") {
+	if code != 0 || !strings.Contains(out, "[PATCH 0/3] uprobes: a note, a log line, and a spin: answered (verdict)") {
 		t.Fatalf("exit %d", code)
 	}
 	replies, _ := filepath.Glob(filepath.Join(work, "replies", "new", "*"))
@@ -283,16 +282,16 @@ matrix:
 	reply, _ := os.ReadFile(replies[0])
 	for _, w := range []string{"X-Lab-Verdict: verdict", "uprobe-nop p=1 slower by", "(exact; 1 boot per kernel; floor",
 		"Which patch made it slower", "CULPRIT", "spin-on-every-hit", "where it moved", "uprobe_notify_resume",
-		"where the culprit moved it (step 2 against step 1"} {
+		"where the culprit moved it (step 3 against step 2"} {
 		if !strings.Contains(string(reply), w) {
 			t.Errorf("the reply lacks %q:\n%s", w, reply)
 		}
 	}
-	// The profiles are boots of their own, with the plugin: the measured
-	// boots are counted here.
+	// The profiles come from the measured boots (the plugin rides on the
+	// first boot of each kernel), so every boot is counted here.
 	booted := bootsPerImage(t, results)
 	if len(booted) != 3 {
-		t.Errorf("kernel images booted %v, want 3 (the baseline, the series, its first patch)", booted)
+		t.Errorf("kernel images booted %v, want 3 (the baseline and step 1, step 2, the series)", booted)
 	}
 	for image, n := range booted {
 		if n != 1 {
