@@ -392,6 +392,26 @@ func TestExitTableNamesTheCommands(t *testing.T) {
 	}
 }
 
+// lab help and lab alone list every command of lab's command table, each
+// on a line of its own that starts "lab NAME", and every form of it.
+func TestHelpListsEveryCommand(t *testing.T) {
+	_, help, _ := labCmd(t, "help")
+	_, _, bare := labCmd(t)
+	for name, text := range map[string]string{"lab help": help, "lab": bare} {
+		for _, c := range commands() {
+			if len(c.forms) == 0 {
+				t.Errorf("lab %s has no line in lab help", c.name)
+			}
+			for _, f := range c.forms {
+				line := strings.TrimSpace("lab " + c.name + " " + f.args)
+				if !strings.Contains(text, "\n  "+line+" ") {
+					t.Errorf("%s does not list %q:\n%s", name, line, text)
+				}
+			}
+		}
+	}
+}
+
 // lab help exit-codes prints the table; each command's help ends with its
 // own codes, and lab bisect's lists no flag it would ignore.
 func TestHelpPrintsExitCodes(t *testing.T) {

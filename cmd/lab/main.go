@@ -33,28 +33,6 @@ import (
 	"lab/internal/vm"
 )
 
-const usage = `usage:
-  lab run LAB.yaml [flags]     build, boot and measure baseline against patched
-  lab run --series PATH        the same for a series (an mbox, a folder, a patch, - for stdin), no lab file needed
-  lab new NAME --series PATH   keep a series as labs/NAME.yaml and patches/NAME/
-  lab bisect LAB.yaml [flags]  which patch of the series (or commit of --good..--bad) moved a figure
-  lab track LAB.yaml [flags]   measure each commit --from..--to of a git source into the history (--bisect: culprits)
-  lab build LAB.yaml [flags]   build every kernel and initramfs of a run into the cache, boot nothing
-  lab plan LAB.yaml --shards N the units of a run spread over N hosts: --json, or --emit github|k8s|slurm
-  lab submit slurm LAB.yaml    submit a build, a boot array (--shards N) and the merge to Slurm
-  lab merge RUN-DIR... -o DIR  make one run of the shards of a run (lab run --shard K/N)
-  lab report RUN-DIR [flags]   regenerate every report of a saved run from its results.json
-  lab compare RUN-A RUN-B      one variant of run A against the same variant of run B
-  lab table RUN-DIR            print the report of a saved run again
-  lab benchmarks               the guest benchmarks lab can run
-  lab host [--kvm ARCH]        the accelerator each arch's guests get here, and why
-  lab history                  the series of every boot measured, across runs
-  lab history detect|report    where figures moved (exit 3: slower); reports, mails
-  lab history import RUN-DIR.. add saved runs to the history
-  lab help COMMAND             a command's flags and exit codes
-  lab help exit-codes          every exit code of every command
-`
-
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
@@ -79,9 +57,38 @@ type stopSignal struct{ sig syscall.Signal }
 func (s stopSignal) Error() string { return s.sig.String() }
 
 // command is one subcommand: its flags are registered on fs, then it runs.
+// Its forms are its lines in lab help.
 type command struct {
-	name, summary string
-	flags         func(fs *flag.FlagSet) func(ctx context.Context, inv invocation) error
+	name  string
+	forms []form
+	flags func(fs *flag.FlagSet) func(ctx context.Context, inv invocation) error
+}
+
+// form is one way to call a command: its arguments and what it does, a
+// line of lab help.
+type form struct{ args, what string }
+
+// usage is lab help: every form of every command of cmds, in their order,
+// then help's own.
+func usage(cmds []command) string {
+	var lines [][2]string
+	for _, c := range cmds {
+		for _, f := range c.forms {
+			lines = append(lines, [2]string{strings.TrimSpace("lab " + c.name + " " + f.args), f.what})
+		}
+	}
+	lines = append(lines, [2]string{"lab help COMMAND", "a command's flags and exit codes"},
+		[2]string{"lab help exit-codes", "every exit code of every command"})
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l[0]))
+	}
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, l[0], l[1])
+	}
+	return b.String()
 }
 
 // invocation is one command line: the positional arguments after the flags
@@ -98,23 +105,26 @@ type invocation struct {
 
 func commands() []command {
 	return []command{
-		{"run", "build, boot and measure", runCommand},
-		{"bisect", "find the patch or commit that moved a figure", bisectCommand},
-		{"track", "measure a branch commit by commit into the history", trackCommand},
-		{"watch", "run the series posted to a list, and reply", watchCommand},
-		{"build", "build a run's kernels and initramfs", buildCommand},
-		{"new", "keep a series as a lab", newCommand},
-		{"plan", "cut a run into build, boot shards and merge", planCommand},
-		{"submit", "submit a run to Slurm", submitCommand},
-		{"merge", "make one run of shards", mergeCommand},
-		{"report", "regenerate a run's reports", reportCommand},
-		{"compare", "compare two runs", compareCommand},
-		{"table", "print a run's report", tableCommand},
-		{"explain", "where in the kernel a run's moved rows changed", explainCommand},
-		{"benchmarks", "list the guest benchmarks", benchmarksCommand},
-		{"host", "what this host can run, and how", hostCommand},
-		{"history", "every boot measured: series, change points, reports", historyCommand},
-		{"serve", "the history, the runs and the watch queue as web pages", serveCommand},
+		{"run", []form{{"LAB.yaml [flags]", "build, boot and measure baseline against patched"},
+			{"--series PATH", "the same for a series (an mbox, a folder, a patch, - for stdin), no lab file needed"}}, runCommand},
+		{"new", []form{{"NAME --series PATH", "keep a series as labs/NAME.yaml and patches/NAME/"}}, newCommand},
+		{"bisect", []form{{"LAB.yaml [flags]", "which patch of the series (or commit of --good..--bad) moved a figure"}}, bisectCommand},
+		{"track", []form{{"LAB.yaml [flags]", "measure each commit --from..--to of a git source into the history (--bisect: culprits)"}}, trackCommand},
+		{"watch", []form{{"LAB.yaml... --inbox DIR", "run the series posted to a public-inbox list, and reply (status: the queue)"}}, watchCommand},
+		{"build", []form{{"LAB.yaml [flags]", "build every kernel and initramfs of a run into the cache, boot nothing"}}, buildCommand},
+		{"plan", []form{{"LAB.yaml --shards N", "the units of a run spread over N hosts: --json, or --emit github|k8s|slurm"}}, planCommand},
+		{"submit", []form{{"slurm LAB.yaml", "submit a build, a boot array (--shards N) and the merge to Slurm"}}, submitCommand},
+		{"merge", []form{{"RUN-DIR... -o DIR", "make one run of the shards of a run (lab run --shard K/N)"}}, mergeCommand},
+		{"report", []form{{"RUN-DIR [flags]", "regenerate every report of a saved run from its results.json"}}, reportCommand},
+		{"compare", []form{{"RUN-A RUN-B", "one variant of run A against the same variant of run B"}}, compareCommand},
+		{"table", []form{{"RUN-DIR", "print the report of a saved run again"}}, tableCommand},
+		{"explain", []form{{"RUN-DIR", "where in the kernel a saved run's moved rows changed (the instruction profile)"}}, explainCommand},
+		{"benchmarks", []form{{"", "the guest benchmarks lab can run"}}, benchmarksCommand},
+		{"host", []form{{"[--kvm ARCH]", "the accelerator each arch's guests get here, and why"}}, hostCommand},
+		{"history", []form{{"", "the series of every boot measured, across runs"},
+			{"detect|report", "where figures moved (exit 3: slower); reports, mails"},
+			{"import RUN-DIR...", "add saved runs to the history"}}, historyCommand},
+		{"serve", []form{{"[--listen HOST:PORT]", "the history, the runs and the watch queue as web pages"}}, serveCommand},
 	}
 }
 
@@ -127,14 +137,14 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runMainIn is runMain reading standard input from stdin.
 func runMainIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) < 1 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage(commands()))
 		return int(exitcode.Usage)
 	}
 	name := args[0]
 	if name == "-h" || name == "--help" || name == "help" {
 		switch {
 		case len(args) == 1:
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, usage(commands()))
 			return int(exitcode.OK)
 		case args[1] == "exit-codes":
 			fmt.Fprint(stdout, exitcode.Help())
@@ -171,7 +181,7 @@ func runMainIn(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return exitFor(ctx, table, err)
 	}
-	fmt.Fprintf(stderr, "lab: unknown command %q\n%s", name, usage)
+	fmt.Fprintf(stderr, "lab: unknown command %q\n%s", name, usage(commands()))
 	return int(exitcode.Usage)
 }
 
@@ -538,7 +548,7 @@ func explainCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		switch {
 		case len(r.Profiles) == 0:
-			fmt.Fprintf(out, "\nrun %s has no instruction profile: lab takes one under icount when a row moves (lab run --profile on takes one whatever moved); wall-clock runs have none\n", r.RunID)
+			fmt.Fprintf(out, "\nrun %s has no instruction profile: lab takes one under icount, in the first boot of each kernel, when its QEMU loads lab's plugin (not with --profile off, --only or --shard); wall-clock runs have none\n", r.RunID)
 		default:
 			fmt.Fprintf(out, "\nrun %s has instruction profiles, and no row that moved: nowhere to explain\n", r.RunID)
 		}
