@@ -52,8 +52,9 @@ type Options struct {
 	// BuildOnly builds every kernel and initramfs and boots nothing (lab
 	// build); NoBuild boots only what the cache holds (lab run --no-build).
 	BuildOnly, NoBuild bool
-	// Profile says which kernels get an instruction profile after the
-	// measured boots (ProfileAuto when ""): see Runner.profile.
+	// Profile says whether the first measured boot of each icount kernel
+	// takes an instruction profile (ProfileAuto when ""): see
+	// Runner.plugins.
 	Profile string
 	// BootSameImage boots kernels that share an image; without it a run
 	// whose every comparison is of one image says so and boots nothing.
