@@ -134,7 +134,7 @@ func (b *bisector) bootStep(ctx context.Context, k int) (results.Boot, error) {
 	var prof *results.Profile
 	if plugin != "" && err == nil {
 		if p, perr := booter.ReadProfile(b.plan, *st.Kernel, boot); perr == nil {
-			p.Variant, p.Same = StepVariant(k), true
+			p.Variant, p.Same = results.StepVariant(k), true
 			prof = &p
 		} else {
 			b.logf("no instruction profile of step %d: %v", k, perr)

@@ -8,12 +8,8 @@ import (
 	"lab/internal/results"
 	"lab/internal/runfolder"
 	"lab/internal/testbed"
-	"lab/internal/variant"
 	"lab/internal/vm"
 )
-
-// StepVariant names step k in a bisect's instruction profiles.
-func StepVariant(k int) variant.Variant { return variant.Variant(fmt.Sprintf("step%02d", k)) }
 
 // plugin is lab's instruction profile plugin for the plan's QEMU, resolved
 // once ("" where it cannot load, said once; none on the wall clock or with
@@ -38,7 +34,7 @@ func (b *bisector) hasProfile(k int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.run.Profiles {
-		if p.Variant == StepVariant(k) {
+		if p.Variant == results.StepVariant(k) {
 			return true
 		}
 	}
@@ -85,7 +81,7 @@ func (b *bisector) profileCulprit(ctx context.Context, res *Result) error {
 			return nil
 		}
 		if p, ok := b.measuredProfile(st.Kernel.Info.ImageSHA256); ok {
-			p.Variant = StepVariant(k)
+			p.Variant = results.StepVariant(k)
 			b.run.Profiles = append(b.run.Profiles, p)
 			b.logf("profile: step %d (%s): run %s's profile of the same kernel image, shape and job", k, st.Name, b.opt.Measured.RunID)
 			continue
@@ -100,7 +96,7 @@ func (b *bisector) profileCulprit(ctx context.Context, res *Result) error {
 		b.mu.Unlock()
 		bt := testbed.Booter{Dir: b.dir, Boot: vm.Boot, ConsoleExpect: b.lab.ConsoleExpect, Logf: b.logf, Seed: 1, Plugin: plugin}
 		label := fmt.Sprintf("profile: step %d (%s)", k, st.Name)
-		prof, boot, err := bt.Profile(ctx, b.plan, *st.Kernel, b.bench.Initrd(b.plan.Arch.Name), StepVariant(k), idx, fmt.Sprintf("step%02d-profile", k), label)
+		prof, boot, err := bt.Profile(ctx, b.plan, *st.Kernel, b.bench.Initrd(b.plan.Arch.Name), results.StepVariant(k), idx, fmt.Sprintf("step%02d-profile", k), label)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -88,12 +88,12 @@ const (
 
 // Outcomes of a search.
 const (
-	Found      = results.Found // one step (or a range around skipped steps) moved the figure
-	NoChange   = "no change"   // the ends do not differ
-	Range      = "range"       // skipped steps leave a range of suspects
-	Doubt      = "unclear"     // an unclear step, or a series that is not monotonic
-	Attributed = "attributed"  // --each: every step measured, the change shared out
-	Probed     = "probed"      // --run: one step judged against the ends, for git bisect run
+	Found      = results.Found      // one step (or a range around skipped steps) moved the figure
+	NoChange   = "no change"        // the ends do not differ
+	Range      = "range"            // skipped steps leave a range of suspects
+	Doubt      = "unclear"          // an unclear step, or a series that is not monotonic
+	Attributed = results.Attributed // --each: every step measured, the change shared out
+	Probed     = "probed"           // --run: one step judged against the ends, for git bisect run
 )
 
 // Step is what the search learnt about one step.

@@ -486,46 +486,5 @@ func chart(r *results.Run) (template.HTML, error) {
 	return report.SVG(p, 7*vg.Inch, 3.5*vg.Inch)
 }
 
-// Where is where the culprit moved the followed figure in the kernel: its
-// instruction profile against the step before it's (bisect.StepVariant),
-// reconciled with the culprit's own change; ok false without both.
-func Where(r *results.Run) (insnprof.Where, bool) {
-	bi := r.Bisect
-	if bi == nil || bi.Outcome != bisect.Found && bi.Outcome != bisect.Attributed || bi.Culprit < 1 || bi.Figure.Scaling {
-		return insnprof.Where{}, false
-	}
-	find := func(k int) (results.ProfileResult, bool) {
-		for _, p := range r.Profiles {
-			if p.Variant != bisect.StepVariant(k) {
-				continue
-			}
-			for _, res := range p.Results {
-				if res.Benchmark == bi.Figure.Benchmark && res.Producers == bi.Figure.Producers && res.Tool == "" {
-					return res, true
-				}
-			}
-		}
-		return results.ProfileResult{}, false
-	}
-	before, ok1 := find(bi.Culprit - 1)
-	after, ok2 := find(bi.Culprit)
-	if !ok1 || !ok2 {
-		return insnprof.Where{}, false
-	}
-	measured := math.NaN()
-	if !bi.Own.NoData {
-		measured = (1/(1+bi.Own.Pct/100) - 1) * 100
-	}
-	return insnprof.Diff(before, after, measured), true
-}
-
 // whereText is the culprit's where-block for a text report, "" without one.
-func whereText(r *results.Run) string {
-	w, ok := Where(r)
-	if !ok {
-		return ""
-	}
-	bi := r.Bisect
-	return fmt.Sprintf("\nwhere the culprit moved it (step %d against step %d; exact: every instruction counted in one profiled boot a step):\n%s",
-		bi.Culprit, bi.Culprit-1, w.Text("  "))
-}
+func whereText(r *results.Run) string { return insnprof.CulpritText(r) }

@@ -11,6 +11,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/cpulist"
+	"lab/internal/insnprof"
 	"lab/internal/results"
 	"lab/internal/topology"
 )
@@ -102,7 +103,7 @@ func bisectCulprit(r *results.Run, h *Run) (Culprit, bool) {
 			k := LineKey{Lab: h.Lab, Variant: LineVariant(h.Kind, b.Variant), Benchmark: f.Benchmark, Tool: f.Tool, Producers: f.Producers, Metric: f.Metric,
 				Arch: b.Arch, CPUs: b.CPUs, Topology: b.Topology, Clock: b.Clock, Accel: b.Accel, HostClass: b.Host.Class(), Method: b.Method}
 			return Culprit{Lab: h.Lab, Line: k.String(), Good: good.Commit, Bad: bad.Commit, Culprit: bi.CulpritCommit(),
-				Outcome: bi.Outcome, BisectRun: r.RunID, Added: r.Started}, true
+				Outcome: bi.Outcome, BisectRun: r.RunID, Where: strings.TrimPrefix(insnprof.CulpritText(r), "\n"), Added: r.Started}, true
 		}
 	}
 	return Culprit{}, false

@@ -98,6 +98,9 @@ var migrations = []migration{
 	{"the list watcher's settled mails", watchSettled},
 	{"change-point annotations", []string{annotationsTable, `CREATE INDEX annotations_lab ON annotations (lab)`}},
 	{"the list watcher's series subjects", watchSubjects},
+	// Where a bisect's culprit moved the figure in the kernel (its
+	// instruction profile's where-block), for the regression mail.
+	{"culprits' where-block", []string{`ALTER TABLE culprits ADD COLUMN where_block TEXT NOT NULL DEFAULT ''`}},
 }
 
 // labTables are the tables the migrations make, besides schema_version.

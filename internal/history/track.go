@@ -36,7 +36,11 @@ type Culprit struct {
 	Culprit   string // "" when the bisect found no single commit
 	Outcome   string // the bisect's outcome, or "adjacent" when Bad follows Good
 	BisectRun string // the bisect's run id; "" when none was needed
-	Added     time.Time
+	// Where is where the culprit moved the figure in the kernel, as a
+	// bisect's report prints it (insnprof.CulpritText); "" without an
+	// instruction profile of the culprit and its parent.
+	Where string
+	Added time.Time
 }
 
 // AddCulprit writes what bisecting a change point found, replacing an
@@ -57,11 +61,16 @@ func (s *Store) addCulprit(ctx context.Context, db execer, c Culprit) error {
 	if c.Added.IsZero() {
 		c.Added = time.Now()
 	}
-	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO culprits (lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, added)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	// The same bisect's answer written again without its where-block (lab
+	// track --bisect writes each line's after the bisect's run came in
+	// with it) keeps the block.
+	_, err := db.ExecContext(ctx, s.d.q(`INSERT INTO culprits (lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, where_block, added)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (lab, series, good_commit, bad_commit) DO UPDATE SET
-		culprit = excluded.culprit, outcome = excluded.outcome, bisect_run = excluded.bisect_run, added = excluded.added`),
-		c.Lab, c.Line, c.Good, c.Bad, c.Culprit, c.Outcome, c.BisectRun, c.Added.UTC().Format(timeLayout))
+		culprit = excluded.culprit, outcome = excluded.outcome, bisect_run = excluded.bisect_run, added = excluded.added,
+		where_block = CASE WHEN excluded.where_block = '' AND culprits.bisect_run = excluded.bisect_run
+			THEN culprits.where_block ELSE excluded.where_block END`),
+		c.Lab, c.Line, c.Good, c.Bad, c.Culprit, c.Outcome, c.BisectRun, c.Where, c.Added.UTC().Format(timeLayout))
 	if err != nil {
 		return fmt.Errorf("culprit of %s %s..%s: %w", c.Line, c.Good, c.Bad, s.explain(err))
 	}
@@ -77,7 +86,7 @@ func (c Culprit) check() error {
 
 // Culprits lists the culprits written for a lab ("" for every lab).
 func (s *Store) Culprits(ctx context.Context, lab string) ([]Culprit, error) {
-	stmt := `SELECT lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, added FROM culprits`
+	stmt := `SELECT lab, series, good_commit, bad_commit, culprit, outcome, bisect_run, where_block, added FROM culprits`
 	var args []any
 	if lab != "" {
 		stmt += ` WHERE lab = ?`
@@ -92,7 +101,7 @@ func (s *Store) Culprits(ctx context.Context, lab string) ([]Culprit, error) {
 	for rows.Next() {
 		var c Culprit
 		var added string
-		if err := rows.Scan(&c.Lab, &c.Line, &c.Good, &c.Bad, &c.Culprit, &c.Outcome, &c.BisectRun, &added); err != nil {
+		if err := rows.Scan(&c.Lab, &c.Line, &c.Good, &c.Bad, &c.Culprit, &c.Outcome, &c.BisectRun, &c.Where, &added); err != nil {
 			return nil, s.explain(err)
 		}
 		if c.Added, err = time.Parse(time.RFC3339Nano, added); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"lab/internal/gitcmd"
 	"lab/internal/history"
+	"lab/internal/insnprof"
 	"lab/internal/lines"
 )
 
@@ -271,14 +272,20 @@ func TestMail(t *testing.T) {
 // An improvement has no mail; a regression at the same commit of a
 // run (nothing in the source changed) says so and measures again.
 // A change point that lab track --bisect took to a culprit shows it in
-// the change table and the mail; another series' culprit is not its own.
+// the change table and the mail, with where the culprit moved the path
+// (kept when lab track writes the same bisect's answer again without
+// it); another series' culprit is not its own.
 func TestCulpritOfAChangePoint(t *testing.T) {
 	st := stream{lab: "uprobe-srcu", commits: 16, at: 9, stepPct: -1.2, noise: 3e-5}
 	s := store(t, st.runs())
 	h := load(t, s, lines.Options{MinPct: -1})
 	key := series(t, h, "uprobe-nop").Key
 	ctx := context.Background()
+	where := insnprof.Where{Benchmark: "uprobe-nop", Producers: 1, Unit: "hit", Before: 950, After: 961.4, MeasuredPct: 1.2,
+		Rows: []insnprof.Moved{{Function: "lab_delay", After: 11.4, Delta: 11.4, Share: 1}}}
+	whereBlock := "where the culprit moved it (step 3 against step 2; exact: every instruction counted in one profiled boot a step):\n" + where.Text("  ")
 	for _, c := range []history.Culprit{
+		{Lab: st.lab, Line: key.String(), Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-1", Where: whereBlock},
 		{Lab: st.lab, Line: key.String(), Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-1"},
 		{Lab: st.lab, Line: "another series", Good: commit(6), Bad: commit(10), Culprit: commit(9), Outcome: "culprit", BisectRun: "bisect-2"},
 	} {
@@ -294,8 +301,19 @@ func TestCulpritOfAChangePoint(t *testing.T) {
 	if text := Text(h.ChangeTables()); !strings.Contains(text, gitcmd.Short(commit(9))+" (bisect-1)") {
 		t.Errorf("change table lacks the culprit:\n%s", text)
 	}
-	if m := h.Mails(); len(m) != 1 || !strings.Contains(m[0].Text, "bisected: culprit "+gitcmd.Short(commit(9))+" (lab bisect run bisect-1)") {
-		t.Errorf("mail lacks the bisect:\n%v", m)
+	m := h.Mails()
+	if len(m) != 1 || !strings.Contains(m[0].Text, "bisected: culprit "+gitcmd.Short(commit(9))+" (lab bisect run bisect-1)") {
+		t.Fatalf("mail lacks the bisect:\n%v", m)
+	}
+	for _, want := range []string{"where the culprit moved it (step 3 against step 2;", "(lab bisect run bisect-1):", "lab_delay"} {
+		if !strings.Contains(m[0].Text, want) {
+			t.Errorf("mail lacks %q:\n%s", want, m[0].Text)
+		}
+	}
+	for i, l := range strings.Split(m[0].Text, "\n") {
+		if n := utf8.RuneCountInString(l); n > MailWidth {
+			t.Errorf("line %d: %d columns: %q", i+1, n, l)
+		}
 	}
 }
 

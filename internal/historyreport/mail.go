@@ -176,6 +176,16 @@ func (h *History) mail(r *regression) Mail {
 	b.WriteString("\n")
 	b.WriteString(h.mailTable(r.group, s, c))
 	b.WriteString("\n")
+	if cu := c.Culprit; cu != nil && cu.Where != "" {
+		// Where the culprit moved the path: the lines LKP's mails carry
+		// as perf-profile rows, here exact; each line wrapped to the mail.
+		title, table, _ := strings.Cut(strings.TrimRight(cu.Where, "\n"), "\n")
+		line("%s", strings.TrimSuffix(title, ":")+" (lab bisect run "+cu.BisectRun+"):")
+		for _, l := range strings.Split(table, "\n") {
+			line("%s", l)
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString(reproduce(k, before, after))
 	b.WriteString("\n")
 	b.WriteString("-- \n")

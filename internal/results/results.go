@@ -691,8 +691,16 @@ type Bisect struct {
 }
 
 // Found is the Outcome of a bisect that named one step (or a range
-// around skipped steps: Culprit is the last of it).
-const Found = "culprit"
+// around skipped steps: Culprit is the last of it); Attributed that of one
+// that measured every step and shared the change out (--each).
+const (
+	Found      = "culprit"
+	Attributed = "attributed"
+)
+
+// StepVariant is the variant a bisect's step k takes in its run's
+// profiles (and the kernels a bisect's report names): "step03".
+func StepVariant(k int) variant.Variant { return variant.Variant(fmt.Sprintf("step%02d", k)) }
 
 // CulpritCommit is the commit a bisect over a git range named, "" when it
 // named none or its steps are not commits of a branch.

@@ -126,6 +126,7 @@ var linePage = report.NewPage("line", style+`{{define "title"}}{{.Row}} · {{.Gr
 <h3>{{.Before}} → {{.After}}: {{.Pct}} {{.Verdict}}</h3>
 <p>culprit: {{if .CulpritRun}}<a class="culprit" href="{{.CulpritRun}}">{{.Culprit}}</a>{{else}}{{.Culprit}}{{end}}
 · boots: <a href="/lines/{{$.ID}}/levels/{{.BeforeLevel}}">before</a>, <a class="after" href="/lines/{{$.ID}}/levels/{{.N}}">after</a></p>
+{{if .Where}}<pre class="where">{{.Where}}</pre>{{end}}
 {{if .Annotations}}<ul class="annotations">{{range .Annotations}}<li><b>{{.Label}}</b>{{if .Note}}: {{.Note}}{{end}} ({{.Author}}, {{.Added.UTC.Format "2006-01-02 15:04"}})</li>{{end}}</ul>{{end}}
 {{if $.Writable}}<form class="annotate" method="post" action="/lines/{{$.ID}}/changes/{{.N}}/annotations">
 <select name="label">{{range $.Labels}}<option>{{.}}</option>{{end}}</select>
@@ -146,6 +147,7 @@ type lineChange struct {
 	changeRow
 	N, BeforeLevel int
 	CulpritRun     string
+	Where          string // where the culprit moved the path, its bisect's where-block
 	Annotations    []history.Annotation
 }
 
@@ -176,6 +178,7 @@ func (s *Server) line(w http.ResponseWriter, r *http.Request) {
 			if dir, ok := folders[l.Key.Lab+"/"+cu.BisectRun]; ok {
 				lc.CulpritRun = "/runs/" + dir + "/"
 			}
+			lc.Where = cu.Where
 		}
 		changes = append(changes, lc)
 	}

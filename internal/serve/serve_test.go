@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +121,29 @@ func TestPages(t *testing.T) {
 	}
 	if code, page := get(t, ts.URL+culprit[1]); code != 200 || !strings.Contains(page, "bisect") {
 		t.Errorf("culprit's bisect %s: %d\n%.300s", culprit[1], code, page)
+	}
+	// A culprit whose bisect profiled it shows where it moved the path.
+	i := slices.IndexFunc(l.Changes, func(c lines.Change) bool { return c.Culprit != nil && c.Culprit.BisectRun != "" })
+	if i < 0 {
+		t.Fatalf("no change point of %s has a bisected culprit", l.Key)
+	}
+	{
+		profiled := *l.Changes[i].Culprit
+		profiled.Where, profiled.Added = "where the culprit moved it (step 3 against step 2; exact):\n  lab_delay  0.00  11.40  +11.40  100%", time.Now()
+		if err := s.AddCulprit(context.Background(), profiled); err != nil {
+			t.Fatal(err)
+		}
+		// The server reads the new culprit in the background.
+		var line string
+		for range 200 {
+			if _, line = get(t, ts.URL+"/lines/"+id); !strings.Contains(line, "being read") {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !strings.Contains(line, `<pre class="where">where the culprit moved it (step 3 against step 2; exact):`) {
+			t.Errorf("the change point's culprit has no where-block:\n%s", line)
+		}
 	}
 	code, boots := get(t, fmt.Sprintf("%s/lines/%s/levels/%d", ts.URL, id, c.Index))
 	if code != 200 {
