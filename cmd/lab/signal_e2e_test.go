@@ -230,7 +230,7 @@ func uniqueLab(t *testing.T, tag string) string {
 		t.Fatal(err)
 	}
 	stamp := fmt.Sprintf("%s %d", tag, time.Now().UnixNano())
-	testenv.WriteSeries(t, tree.Dir, root, "sig", []testenv.Edit{{Subject: "fork: a new string", File: "kernel/fork.c",
+	testenv.WriteSeries(t, tree, root, "sig", []testenv.Edit{{Subject: "fork: a new string", File: "kernel/fork.c",
 		Change: testenv.Replace("#include <linux/slab.h>\n", "#include <linux/slab.h>\nconst char lab_signal_test[] = \""+stamp+"\";\n")}})
 	tree.Close()
 	return testenv.WriteLab(t, root, "sig", `name: sig

@@ -48,7 +48,7 @@ func TestBisectFindsThePatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteSeries(t, tree.Dir, root, "bisect-e2e", testSeries)
+	testenv.WriteSeries(t, tree, root, "bisect-e2e", testSeries)
 	tree.Close()
 	labFile := filepath.Join(root, "labs", "bisect-e2e.yaml")
 	os.WriteFile(labFile, []byte(`name: bisect-e2e
@@ -127,7 +127,7 @@ func TestGitBisectRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteSeries(t, tree.Dir, root, "git-run", edits)
+	testenv.WriteSeries(t, tree, root, "git-run", edits)
 	ser, err := series.Load(filepath.Join(root, "patches", "git-run"))
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,11 @@ func TestSandboxedConfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tree.Close()
+	// The work tree is this test's from here (another run may have left
+	// it at its own commit).
+	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
+		t.Fatal(err)
+	}
 	a, _ := arch.Lookup("x86_64")
 	frags := []string{"../../kernel-config/common.config", "../../kernel-config/x86_64.config"}
 	for i, f := range frags {

@@ -19,7 +19,6 @@ import (
 	"lab/internal/initramfs"
 	"lab/internal/insnprof"
 	"lab/internal/kbuild"
-	"lab/internal/kconfig"
 	"lab/internal/results"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -146,7 +145,7 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	// An option the tree does not know fails here, naming its fragment
 	// line, before any patch is applied or file compiled.
 	for _, a := range lab.Matrix.Arch {
-		if err := kconfig.CheckSymbols(tree.Dir, lab.Fragments(a)); err != nil {
+		if err := tree.CheckSymbols(ctx, lab.Fragments(a)); err != nil {
 			return nil, err
 		}
 	}
@@ -195,9 +194,12 @@ func build(ctx context.Context, r *Runner) (*Artifacts, error) {
 	}
 	// Tree back to the source as shipped, for the next run and the user,
 	// and unlocked (deferred Close): the boots need only the built images,
-	// so another lab run may build while this one measures.
-	if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
-		return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
+	// so another lab run may build while this one measures. A run that
+	// built nothing never held it, and leaves it as it is.
+	if tree.Held() {
+		if err := tree.Checkout(ctx, tree.BaseHash); err != nil {
+			return nil, fmt.Errorf("reset the source tree after the builds: %w", err)
+		}
 	}
 	return art, nil
 }

@@ -139,7 +139,7 @@ func kernelTarball(t *testing.T, n int) string {
 	top := t.TempDir()
 	root := filepath.Join(top, "linux-source-6.12")
 	os.MkdirAll(filepath.Join(root, "kernel"), 0o755)
-	os.WriteFile(filepath.Join(root, "Makefile"), []byte("kernelversion:\n\t@echo 6.12.999\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "Makefile"), []byte("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 999\nEXTRAVERSION =\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "kernel", "corpus.c"), []byte(corpusAt(n)), 0o644)
 	tarball := filepath.Join(t.TempDir(), "linux-source-6.12.tar.xz")
 	if out, err := exec.Command("tar", "-cJf", tarball, "-C", top, "linux-source-6.12").CombinedOutput(); err != nil {

@@ -66,6 +66,33 @@ func CheckConfig(ctx context.Context, o Origin, cacheDir string, fragments []str
 	return kconfig.Undefined(where, unlisted, defined, known)
 }
 
+// CheckSymbols says which options of fragments the base commit's Kconfig
+// files do not define, naming each one's fragment and line (and a likely
+// meaning): read with git grep from git's objects, so that it needs
+// neither the work tree's lock nor the commit checked out.
+func (t *Tree) CheckSymbols(ctx context.Context, fragments []string) error {
+	var opts []kconfig.Option
+	for _, f := range fragments {
+		o, err := kconfig.ParseFragment(f)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, o...)
+	}
+	text, err := t.git.Command(ctx, "grep", "-h", "-I", "-E", `^[[:space:]]*(menu)?config[[:space:]]`, t.BaseHash, "--", ":(glob)**/Kconfig*").Output()
+	if err != nil {
+		return fmt.Errorf("read the Kconfig files of %s in %s: %w", gitShort(t.BaseHash), t.Dir, err)
+	}
+	defined, err := kconfig.DefinedIn(bytes.NewReader(text))
+	if err != nil {
+		return err
+	}
+	if len(defined) == 0 {
+		return fmt.Errorf("%s: no Kconfig files at %s: not a kernel source tree", t.Dir, gitShort(t.BaseHash))
+	}
+	return kconfig.Undefined("the source in "+t.Dir, opts, defined, defined)
+}
+
 // extracted says whether the tarball's tree is complete in the cache.
 func extracted(cacheDir, tarball string) bool {
 	sum, err := digest.File(tarball)

@@ -48,7 +48,11 @@ type Tree struct {
 	Version  string // kernel version (make kernelversion)
 	BaseHash string // commit of the unmodified source
 	git      *gitcmd.Git
-	lock     *os.File
+	// lock is the work tree's lock while this run holds it: from its
+	// first checkout (or extraction) until Close. A run whose kernels are
+	// all cached reads only git objects and never takes it, so it does not
+	// wait behind a run that builds.
+	lock *os.File
 }
 
 // Info is recorded next to a tarball tree once it is complete.
@@ -64,8 +68,10 @@ type info struct {
 type Logf func(format string, args ...any)
 
 // Prepare returns the work tree for src, extracting or adding a worktree the
-// first time. The tree is locked until Close, so that two lab runs sharing a
-// cache cannot switch variants under each other. extracted, when given, is
+// first time. The work tree is locked from its first checkout until Close,
+// so that two lab runs sharing a cache cannot switch variants under each
+// other; what Prepare itself reads comes from git's objects, without the
+// lock, once the tree is complete. extracted, when given, is
 // told the tree's folder and id as soon as a tarball is extracted, before
 // git stores it (half a minute and more of one core), so that work that
 // reads the files alone can run beside the import.
@@ -90,12 +96,19 @@ func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf,
 		return nil, fmt.Errorf("make the source tree's folder in the cache: %w", err)
 	}
 	t := &Tree{ID: id, Dir: dir, git: &gitcmd.Git{Dir: dir}}
-	if err := t.lockTree(); err != nil {
-		return nil, err
-	}
 	infoPath := filepath.Join(cacheDir, "src", id+".json")
 	var inf info
-	if data, err := os.ReadFile(infoPath); err == nil && json.Unmarshal(data, &inf) == nil && inf.Commit != "" {
+	complete := func() bool {
+		data, err := os.ReadFile(infoPath)
+		return err == nil && json.Unmarshal(data, &inf) == nil && inf.Commit != ""
+	}
+	// A tree another run is extracting is complete once it lets go.
+	if !complete() {
+		if err := t.hold(); err != nil {
+			return nil, err
+		}
+	}
+	if complete() {
 		t.BaseHash = inf.Commit
 	} else {
 		logf("extract %s into %s", src.Tarball, dir)
@@ -225,9 +238,6 @@ func prepareGit(ctx context.Context, src Origin, cacheDir string, logf Logf) (*T
 		}
 	}
 	t := &Tree{ID: id, Dir: dir, BaseHash: base, git: &gitcmd.Git{Dir: dir}}
-	if err := t.lockTree(); err != nil {
-		return nil, err
-	}
 	t.Desc = fmt.Sprintf("git %s at %s (%s)", repo, src.Base, base)
 	if err := t.finish(ctx); err != nil {
 		t.Close()
@@ -251,24 +261,57 @@ func GitTreeDir(cacheDir, repo string) string {
 	return dir
 }
 
+// finish reads the kernel's version from the base commit's Makefile, as
+// make kernelversion prints it, from git's objects: the work tree may be
+// another run's.
 func (t *Tree) finish(ctx context.Context) error {
-	if err := t.Checkout(ctx, t.BaseHash); err != nil {
-		return err
-	}
-	out, err := proc.Command(ctx, "make", "-s", "-C", t.Dir, "kernelversion").Output()
+	makefile, err := t.git.Output(ctx, "show", t.BaseHash+":Makefile")
 	if err != nil {
-		why := err.Error()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(bytes.TrimSpace(ee.Stderr)) > 0 {
-			why = string(bytes.TrimSpace(ee.Stderr))
-		}
-		return fmt.Errorf("make kernelversion in %s (is it a Linux source tree?): %s", t.Dir, why)
+		return fmt.Errorf("the Makefile of %s in %s (is it a Linux source tree?): %w", gitShort(t.BaseHash), t.Dir, err)
 	}
-	t.Version = strings.TrimSpace(string(out))
+	v, err := KernelVersion(makefile)
+	if err != nil {
+		return fmt.Errorf("the Makefile of %s in %s (is it a Linux source tree?): %w", gitShort(t.BaseHash), t.Dir, err)
+	}
+	t.Version = v
 	return nil
 }
 
-func (t *Tree) lockTree() error {
+func gitShort(commit string) string { return commit[:min(12, len(commit))] }
+
+// KernelVersion is the version a top-level Linux Makefile gives, as make
+// kernelversion prints it: VERSION[.PATCHLEVEL[.SUBLEVEL]]EXTRAVERSION.
+func KernelVersion(makefile string) (string, error) {
+	vars := map[string]string{}
+	for _, l := range strings.Split(makefile, "\n") {
+		name, value, ok := strings.Cut(l, "=")
+		name = strings.TrimSpace(name)
+		switch name {
+		case "VERSION", "PATCHLEVEL", "SUBLEVEL", "EXTRAVERSION":
+			if _, seen := vars[name]; ok && !seen {
+				vars[name] = strings.TrimSpace(value)
+			}
+		}
+	}
+	v := vars["VERSION"]
+	if v == "" {
+		return "", errors.New("no VERSION = line")
+	}
+	if p := vars["PATCHLEVEL"]; p != "" {
+		v += "." + p
+		if s := vars["SUBLEVEL"]; s != "" {
+			v += "." + s
+		}
+	}
+	return v + vars["EXTRAVERSION"], nil
+}
+
+// hold takes the work tree's lock unless this run has it: another run
+// that switches variants in it (or extracts it) is waited for.
+func (t *Tree) hold() error {
+	if t.lock != nil {
+		return nil
+	}
 	f, err := os.OpenFile(filepath.Join(t.Dir, ".lab-lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("lock source tree %s: %w", t.Dir, err)
@@ -285,7 +328,21 @@ func (t *Tree) lockTree() error {
 	return nil
 }
 
-// Close releases the tree's lock.
+// BaseFile is a file of the unmodified source, from git's objects: the
+// work tree may be at another run's commit.
+func (t *Tree) BaseFile(ctx context.Context, path string) ([]byte, error) {
+	out, err := t.git.Command(ctx, "show", t.BaseHash+":"+filepath.ToSlash(path)).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s in %s: %w", path, gitShort(t.BaseHash), t.Dir, err)
+	}
+	return out, nil
+}
+
+// Held says whether this run holds the work tree: it checked a commit out
+// (or extracted the tree) and has not closed it.
+func (t *Tree) Held() bool { return t.lock != nil }
+
+// Close releases the tree's lock, if this run took it.
 func (t *Tree) Close() error {
 	if t.lock == nil {
 		return nil
@@ -295,8 +352,12 @@ func (t *Tree) Close() error {
 	return err
 }
 
-// Checkout switches the work tree to commit, touching only files that differ.
+// Checkout switches the work tree to commit, touching only files that
+// differ. The work tree is this run's from here until Close.
 func (t *Tree) Checkout(ctx context.Context, commit string) error {
+	if err := t.hold(); err != nil {
+		return err
+	}
 	if _, err := t.git.Run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {
 		return fmt.Errorf("checkout %s in %s: %w", commit, t.Dir, err)
 	}

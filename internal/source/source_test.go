@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/internal/digest"
 	"lab/internal/series"
@@ -233,5 +234,87 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Prepare made %s for a source it refuses", cache)
 			}
 		})
+	}
+}
+
+// A run whose variants and kernels are cached reads only git's objects: it
+// prepares the tree, finds its variants and checks its config while
+// another run holds the work tree (switching variants and building), and
+// waits only when it checks a commit out itself.
+func TestACachedTreeWaitsForNoBuild(t *testing.T) {
+	ctx := context.Background()
+	ser := lockless(t)
+	tarball, cache := fakeTarball(t, "6.12.7", locklessBody), t.TempDir()
+	first, err := Prepare(ctx, Origin{Tarball: tarball}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	pair, err := first.Variants(ctx, ser, series.ModeRevert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Checkout(ctx, pair.Baseline); err != nil {
+		t.Fatal(err)
+	}
+	if !first.Held() {
+		t.Fatal("a run that checked a commit out does not hold the tree")
+	}
+	frag := filepath.Join(t.TempDir(), "none.config")
+	os.WriteFile(frag, []byte("# nothing\n"), 0o644)
+
+	done := make(chan error, 1)
+	var second *Tree
+	go func() {
+		var err error
+		if second, err = Prepare(ctx, Origin{Tarball: tarball}, cache, t.Logf); err != nil {
+			done <- err
+			return
+		}
+		got, err := second.Variants(ctx, ser, series.ModeRevert)
+		if err == nil && got != pair {
+			err = fmt.Errorf("variants %+v, want the first run's %+v", got, pair)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a run with its variants cached waited for the run that holds the tree")
+	}
+	defer second.Close()
+	if second.Held() || second.Version != "6.12.7" {
+		t.Errorf("the second run holds the tree (%v) or read version %q", second.Held(), second.Version)
+	}
+
+	checkedOut := make(chan error, 1)
+	go func() { checkedOut <- second.Checkout(ctx, second.BaseHash) }()
+	select {
+	case err := <-checkedOut:
+		t.Fatalf("the second run checked out while the first held the tree (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	first.Close()
+	if err := <-checkedOut; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKernelVersion(t *testing.T) {
+	for _, tc := range []struct{ makefile, want string }{
+		{"# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n", "6.12.118"},
+		{"VERSION = 6\nPATCHLEVEL = 13\nSUBLEVEL = 0\nEXTRAVERSION = -rc3\n", "6.13.0-rc3"},
+		{"VERSION = 6\nPATCHLEVEL = 13\nSUBLEVEL =\nEXTRAVERSION =\n", "6.13"},
+		{"VERSION = 6\nPATCHLEVEL = 13\nSUBLEVEL = 1\nEXTRAVERSION =\nfoo:\n\tVERSION = 7\n", "6.13.1"},
+	} {
+		if got, err := KernelVersion(tc.makefile); err != nil || got != tc.want {
+			t.Errorf("KernelVersion(%q) = %q, %v; want %q", tc.makefile, got, err, tc.want)
+		}
+	}
+	if _, err := KernelVersion("all:\n\techo\n"); err == nil {
+		t.Error("a Makefile without VERSION gave a version")
 	}
 }

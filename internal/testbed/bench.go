@@ -10,7 +10,6 @@ import (
 
 	"lab/internal/arch"
 	"lab/internal/initramfs"
-	"lab/internal/kconfig"
 	"lab/internal/results"
 	"lab/internal/runfolder"
 	"lab/internal/source"
@@ -74,7 +73,7 @@ func (b *Bench) openArch(ctx context.Context, o BenchOptions, name string, rec *
 		return err
 	}
 	frags := o.Lab.Fragments(name)
-	if err := kconfig.CheckSymbols(b.Tree.Dir, frags); err != nil {
+	if err := b.Tree.CheckSymbols(ctx, frags); err != nil {
 		return err
 	}
 	b.kernels[name] = &Kernels{Tree: b.Tree, CacheDir: o.CacheDir, Jobs: o.Jobs, Fragments: frags, Logf: o.Logf, Log: b.log,

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"lab/internal/source"
 )
 
 // Var is the environment variable that turns the end-to-end tests on.
@@ -64,8 +66,10 @@ func Checkout(t testing.TB, moduleRoot string) string {
 }
 
 // WriteSeries writes the edits as a series of git format-patch files into
-// root/patches/name, made from the files of the kernel tree at treeDir.
-func WriteSeries(t testing.TB, treeDir, root, name string, edits []Edit) {
+// root/patches/name, made from the files of tree's unmodified source (from
+// git's objects: another test's run may hold the work tree at its own
+// commit).
+func WriteSeries(t testing.TB, tree *source.Tree, root, name string, edits []Edit) {
 	t.Helper()
 	scratch := t.TempDir()
 	git := func(args ...string) {
@@ -78,7 +82,7 @@ func WriteSeries(t testing.TB, treeDir, root, name string, edits []Edit) {
 	}
 	git("init", "-q")
 	for _, e := range edits {
-		data, err := os.ReadFile(filepath.Join(treeDir, e.File))
+		data, err := tree.BaseFile(t.Context(), e.File)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,9 @@ func TestDroppedConfigOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tree.Close()
+	if err := tree.Checkout(context.Background(), tree.BaseHash); err != nil {
+		t.Fatal(err)
+	}
 	frag := filepath.Join(t.TempDir(), "fprobe.config")
 	os.WriteFile(frag, []byte("# kprobe-multi\nCONFIG_FPROBE=y\n"), 0o644)
 	a, _ := arch.Lookup("arm64")

@@ -48,7 +48,7 @@ func faultLab(t *testing.T, name string, edit testenv.Edit, measure string) *spe
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteSeries(t, tree.Dir, root, name, []testenv.Edit{edit})
+	testenv.WriteSeries(t, tree, root, name, []testenv.Edit{edit})
 	tree.Close()
 	lab, err := spec.Load(testenv.WriteLab(t, root, name, fmt.Sprintf(`name: %s
 series: %s

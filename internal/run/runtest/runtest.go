@@ -486,7 +486,7 @@ func TarballSeries(t testing.TB, root string, series map[string][]testenv.Edit) 
 	}
 	defer tree.Close()
 	for name, edits := range series {
-		testenv.WriteSeries(t, tree.Dir, root, name, edits)
+		testenv.WriteSeries(t, tree, root, name, edits)
 	}
 }
 

@@ -220,7 +220,7 @@ func TestWatchAttributesARegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteSeries(t, tree.Dir, root, "regress", regressSeries)
+	testenv.WriteSeries(t, tree, root, "regress", regressSeries)
 	tree.Close()
 	files, _ := filepath.Glob(filepath.Join(root, "patches", "regress", "*.patch"))
 	if len(files) != len(regressSeries) {
