@@ -176,21 +176,27 @@ func (h *History) mail(r *regression) Mail {
 	b.WriteString("\n")
 	b.WriteString(h.mailTable(r.group, s, c))
 	b.WriteString("\n")
-	if cu := c.Culprit; cu != nil && cu.Where != "" {
-		// Where the culprit moved the path: the lines LKP's mails carry
-		// as perf-profile rows, here exact; each line wrapped to the mail.
-		title, table, _ := strings.Cut(strings.TrimRight(cu.Where, "\n"), "\n")
-		line("%s", strings.TrimSuffix(title, ":")+" (lab bisect run "+cu.BisectRun+"):")
-		for _, l := range strings.Split(table, "\n") {
-			line("%s", l)
-		}
-		b.WriteString("\n")
-	}
+	b.WriteString(culpritWhere(c.Culprit))
 	b.WriteString(reproduce(k, before, after))
 	b.WriteString("\n")
 	b.WriteString("-- \n")
 	line("lab history report, from the history alone. Values: the mean over the commits of each level (over its boots for a level of one commit); %%stddev: their sd in percent of the mean.")
 	return Mail{Subject: subject, Text: b.String()}
+}
+
+// culpritWhere is where a bisected culprit moved the path, "" without a
+// profile: the lines LKP's mails carry as perf-profile rows, here exact;
+// each line wrapped to the mail.
+func culpritWhere(cu *history.Culprit) string {
+	if cu == nil || cu.Where == "" {
+		return ""
+	}
+	title, table, _ := strings.Cut(strings.TrimRight(cu.Where, "\n"), "\n")
+	lines := []string{wrap(strings.TrimSuffix(title, ":") + " (lab bisect run " + cu.BisectRun + "):")}
+	for _, l := range strings.Split(table, "\n") {
+		lines = append(lines, wrap(l))
+	}
+	return strings.Join(lines, "\n") + "\n\n"
 }
 
 // wrap breaks a line of the mail at spaces within its width, keeping its

@@ -91,6 +91,14 @@ matrix:
 			t.Errorf("%s: %s, want unchanged (a moved log string changes no code a benchmark runs)", name, r.Change.Words())
 		}
 	}
+	exactInEveryFormat(t, d, planted.Change.Pct)
+	whereItMoved(t, d)
+}
+
+// exactInEveryFormat checks that every report format of d says the
+// planted change (pct) in exact words, without a test over identical boots.
+func exactInEveryFormat(t *testing.T, d *report.Document, pct float64) {
+	t.Helper()
 	html, err := report.HTML(d)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +111,7 @@ matrix:
 	}
 	formats["json"] = string(js)
 	for name, text := range formats {
-		for _, w := range []string{"exact", fmt.Sprintf("%.3f", -planted.Change.Pct)} {
+		for _, w := range []string{"exact", fmt.Sprintf("%.3f", -pct)} {
 			if !strings.Contains(text, w) {
 				t.Errorf("%s lacks %q", name, w)
 			}
@@ -112,10 +120,9 @@ matrix:
 			t.Errorf("%s speaks of a test over identical boots:\n%s", name, text)
 		}
 	}
-	if mail := strings.Join(strings.Fields(formats["80 columns"]), " "); !strings.Contains(mail, "slower by "+fmt.Sprintf("%.3f", -planted.Change.Pct)+" % (exact; 1 boot per kernel; floor") {
+	if mail := strings.Join(strings.Fields(formats["80 columns"]), " "); !strings.Contains(mail, "slower by "+fmt.Sprintf("%.3f", -pct)+" % (exact; 1 boot per kernel; floor") {
 		t.Errorf("the mail's headline lacks the exact words:\n%s", formats["80 columns"])
 	}
-	whereItMoved(t, d)
 }
 
 // whereItMoved checks the where-blocks of TestExactVerdicts' document.
