@@ -82,9 +82,11 @@ func WhereText(d *Document) string {
 			fmt.Fprintf(&b, "\nwhere it moved, %s%s: nowhere: no row moved, and no function's instructions a hit changed by %.2f or more\n",
 				name, c.Tables[0].Name(), insnprof.MinDelta)
 		}
-		for _, w := range c.Where {
-			fmt.Fprintf(&b, "\nwhere it moved, %s%s (%s → %s; exact: every instruction counted in one profiled boot a kernel):\n",
-				name, w.Table, c.Against, c.Patched)
+		for i, w := range c.Where {
+			if i == 0 || c.Where[i-1].Table != w.Table {
+				fmt.Fprintf(&b, "\nwhere it moved, %s%s (%s → %s; exact: every instruction counted in one profiled boot a kernel):\n",
+					name, w.Table, c.Against, c.Patched)
+			}
 			b.WriteString(w.Text("  "))
 		}
 	}
