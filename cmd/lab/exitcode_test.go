@@ -315,6 +315,9 @@ func exitCases() []exitCase {
 		{"explain", exitcode.OK, "where a run moved", drive(bg, "explain", example)},
 		{"explain", exitcode.Failed, "not a run", drive(bg, "explain", notAResult)},
 		{"explain", exitcode.Usage, "no run", drive(bg, "explain")},
+		{"export", exitcode.OK, "a copy", driveIn(bg, "export", example, "OUT/copy")},
+		{"export", exitcode.Failed, "not a run", driveIn(bg, "export", notAResult, "OUT/copy")},
+		{"export", exitcode.Usage, "no folder to make", drive(bg, "export", example)},
 
 		{"benchmarks", exitcode.OK, "the list", drive(bg, "benchmarks")},
 		{"benchmarks", exitcode.Usage, "an argument", drive(bg, "benchmarks", "uprobe-nop")},

@@ -119,6 +119,7 @@ func commands() []command {
 		{"compare", []form{{"RUN-A RUN-B", "one variant of run A against the same variant of run B"}}, compareCommand},
 		{"table", []form{{"RUN-DIR", "print the report of a saved run again"}}, tableCommand},
 		{"explain", []form{{"RUN-DIR", "where in the kernel a saved run's moved rows changed (the instruction profile)"}}, explainCommand},
+		{"export", []form{{"RUN-DIR DIR", "a copy of a saved run to publish or commit, no folder of this machine named"}}, exportCommand},
 		{"benchmarks", []form{{"", "the guest benchmarks lab can run"}}, benchmarksCommand},
 		{"host", []form{{"[--kvm ARCH]", "the accelerator each arch's guests get here, and why"}}, hostCommand},
 		{"history", []form{{"", "the series of every boot measured, across runs"},

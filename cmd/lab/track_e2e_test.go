@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"lab/internal/history"
 	"lab/internal/historyreport"
 	"lab/internal/lines"
+	"lab/internal/publicpath"
 	"lab/internal/source"
 	"lab/internal/spec"
 	"lab/internal/testbed"
@@ -234,7 +234,7 @@ matrix:
 	}
 
 	if dir := os.Getenv("LAB_STREAM_EXAMPLE"); dir != "" {
-		writeStreamExample(t, ctx, dir, hist, results, lab.Name, strings.Join(trackArgs, " "), stdout.String(), trackTook)
+		writeStreamExample(t, ctx, dir, hist, results, cache, lab.Name, strings.Join(trackArgs, " "), stdout.String(), trackTook)
 	}
 
 	// A second track resumes: everything is in the history.
@@ -251,21 +251,30 @@ matrix:
 
 // writeStreamExample keeps what a stream run showed: the track's output
 // and the phases' wall times (track.txt), its run folders (the track's and
-// each bisect's: lab history import takes them), and lab history report's
-// files.
-func writeStreamExample(t *testing.T, ctx context.Context, dir, hist, results, lab, command, out string, track time.Duration) {
+// each bisect's, as lab export copies them: lab history import takes
+// them), and lab history report's files; no folder of this machine named.
+func writeStreamExample(t *testing.T, ctx context.Context, dir, hist, results, cache, lab, command, out string, track time.Duration) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf("$ lab %s\n%s\ntrack and bisect, builds included: %s\n", command, out, track.Round(time.Second))
+	var n publicpath.Names
+	n.Whole(results, "results")
+	n.Folder(cache, "$LAB_CACHE")
+	if home, err := os.UserHomeDir(); err == nil {
+		n.Folder(home, "~")
+	}
+	n.Folder(os.TempDir(), "$TMPDIR")
+	text := n.Replacer().Replace(fmt.Sprintf("$ lab %s\n%s\ntrack and bisect, builds included: %s\n", command, out, track.Round(time.Second)))
 	if err := os.WriteFile(filepath.Join(dir, "track.txt"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	runs, _ := filepath.Glob(filepath.Join(results, lab, "*"))
 	for _, r := range runs {
-		if out, err := exec.Command("cp", "-r", r, dir).CombinedOutput(); err != nil {
-			t.Fatalf("cp -r %s %s: %v\n%s", r, dir, err, out)
+		export := []string{"export", "--cache", cache, "--as", results + "=results", r, filepath.Join(dir, filepath.Base(r))}
+		var stdout, stderr strings.Builder
+		if code := runMainIn(ctx, export, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("lab export %s: exit %d\n%s%s", r, code, stdout.String(), stderr.String())
 		}
 	}
 	var stdout, stderr strings.Builder

@@ -76,7 +76,7 @@ const HistoryDetect = "history detect"
 
 // Commands are lab's commands as the table names them.
 func Commands() []string {
-	return []string{"run", "build", "new", "bisect", BisectRun, "track", "watch", "plan", "submit", "merge", "report", "compare", "table", "explain", "benchmarks", "host", "history", HistoryDetect, "serve", "help"}
+	return []string{"run", "build", "new", "bisect", BisectRun, "track", "watch", "plan", "submit", "merge", "report", "compare", "table", "explain", "export", "benchmarks", "host", "history", HistoryDetect, "serve", "help"}
 }
 
 // Entry is one row of the table: a code as some commands mean it.

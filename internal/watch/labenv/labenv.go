@@ -14,13 +14,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"lab/internal/bisect"
 	"lab/internal/bisectreport"
 	"lab/internal/history"
 	"lab/internal/kbuild"
+	"lab/internal/publicpath"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
@@ -222,49 +222,28 @@ func noisy(d *report.Document, kernel string, out *watch.Result) {
 // source, the paths on lab watch's command line, the home folder), each
 // with what a reader is told instead.
 func (e *Env) publicPaths(dir string, lab *spec.Lab) *strings.Replacer {
-	var pairs [][2]string
-	// A folder is replaced where a path goes on inside it (a bare
-	// "/tmp" may be part of a word); the source, a file or a tree, where
-	// it is named whole too.
-	add := func(path, as string, whole ...bool) {
-		if path == "" {
-			return
-		}
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		pairs = append(pairs, [2]string{path + "/", as + "/"})
-		if len(whole) > 0 {
-			pairs = append(pairs, [2]string{path, as})
-		}
-	}
-	add(dir, ".")
-	add(e.Settings.ResultsDir, "results")
-	add(e.Settings.CacheDir, "$LAB_CACHE")
-	add(e.ModuleRoot, ".")
-	add(lab.Source.Tarball, filepath.Base(lab.Source.Tarball), true)
-	add(lab.Source.Git, filepath.Base(lab.Source.Git), true)
-	add(filepath.Dir(lab.Path), "labs")
+	var n publicpath.Names
+	n.Folder(dir, ".")
+	n.Folder(e.Settings.ResultsDir, "results")
+	n.Folder(e.Settings.CacheDir, "$LAB_CACHE")
+	n.Folder(e.ModuleRoot, ".")
+	n.Whole(lab.Source.Tarball, filepath.Base(lab.Source.Tarball))
+	n.Whole(lab.Source.Git, filepath.Base(lab.Source.Git))
+	n.Folder(filepath.Dir(lab.Path), "labs")
 	// lab watch's own command line names its inbox, history and Maildir.
 	for _, arg := range e.Command {
 		if _, path, ok := strings.Cut(arg, "="); ok && filepath.IsAbs(path) {
 			arg = path
 		}
 		if filepath.IsAbs(arg) && filepath.Dir(arg) != "/" {
-			add(arg, filepath.Base(arg), true)
+			n.Whole(arg, filepath.Base(arg))
 		}
 	}
-	if home, err := os.UserHomeDir(); err == nil && home != "/" {
-		add(home, "~")
+	if home, err := os.UserHomeDir(); err == nil {
+		n.Folder(home, "~")
 	}
-	add(os.TempDir(), "$TMPDIR")
-	// Longer paths first: a folder inside another is named by its own.
-	slices.SortStableFunc(pairs, func(a, b [2]string) int { return len(b[0]) - len(a[0]) })
-	var args []string
-	for _, p := range pairs {
-		args = append(args, p[0], p[1])
-	}
-	return strings.NewReplacer(args...)
+	n.Folder(os.TempDir(), "$TMPDIR")
+	return n.Replacer()
 }
 
 // describe fills what a finished (or partly finished) run says, and
