@@ -161,6 +161,9 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 			}
 			res.Samples = append(res.Samples, s)
 		}
+		if job.StackHz > 0 {
+			res.Stacks = profiled(job.StackHz, next)
+		}
 		return nil
 	})
 }

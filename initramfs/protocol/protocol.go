@@ -45,6 +45,12 @@ type Job struct {
 	// Tools are guest tools in the image that measure each benchmark
 	// again, after the agent (bpf-bench: the kernel's own bench).
 	Tools []string `json:"t,omitempty"`
+	// StackHz, when set, has the agent take one more sample of each
+	// benchmark after the measured ones with a BPF perf_event program
+	// sampling kernel stacks on every CPU at this rate (cpu-clock):
+	// where the time went under KVM or the wall clock, where no
+	// instruction counter runs. That sample is not a measured one.
+	StackHz int `json:"k,omitempty"`
 }
 
 // Sample is one sample's length.
@@ -223,6 +229,8 @@ type Result struct {
 	// Output is what the tool printed that the result was read from (its
 	// command line first), so that a reader can check the parse.
 	Output []string `json:"output,omitempty"`
+	// Stacks is the sampled profile of one more sample (Job.StackHz).
+	Stacks *StackProfile `json:"stacks,omitempty"`
 	// VCPUHostShare is set by the host, not the agent: the share of a host
 	// CPU each vCPU's QEMU thread got while the guest measured this result
 	// (from the record before it to it). Under the wall clock, P producers
@@ -245,4 +253,37 @@ func Rate(samples []Sample) float64 {
 		return 0
 	}
 	return hits / ns * 1e9
+}
+
+// StackEvent is the perf event a sampled profile counts by: the kernel's
+// hrtimer clock, which every guest has (a guest without a PMU has no
+// cycles event).
+const StackEvent = "cpu-clock"
+
+// StackProfile is what a perf_event BPF program saw in one sample of a
+// benchmark (Job.StackHz): the kernel stack of each sample it took on
+// every CPU, counted by stack.
+type StackProfile struct {
+	Event string `json:"event"` // StackEvent
+	Hz    int    `json:"hz"`    // samples a second, per CPU
+	// Sample is the profiled interval itself, measured as any other: its
+	// hits are the operations the stacks are divided by.
+	Sample Sample `json:"sample"`
+	// Taken is every sample the program ran for; User those in user
+	// mode (no kernel stack); Lost those whose stack the map could not
+	// keep (full, or a collision). Taken = User + Lost + the stacks' sum.
+	Taken uint64 `json:"taken"`
+	User  uint64 `json:"user"`
+	Lost  uint64 `json:"lost"`
+	// Stacks are the kernel stacks, the sampled address first.
+	Stacks []StackCount `json:"stacks"`
+	// Error says why the profile could not be taken; the result's
+	// figures stand without it.
+	Error string `json:"error,omitempty"`
+}
+
+// StackCount is one kernel stack and how many samples it had.
+type StackCount struct {
+	N   uint64   `json:"n"`
+	PCs []uint64 `json:"pcs"`
 }

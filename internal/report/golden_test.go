@@ -10,6 +10,7 @@ import (
 
 	"lab/initramfs/protocol"
 	"lab/internal/results"
+	"lab/internal/stackprof"
 	"lab/internal/topology"
 	"lab/internal/variant"
 	"lab/internal/verdict"
@@ -101,6 +102,31 @@ func icountRun() *results.Run {
 	return r
 }
 
+// sampledRun is fakeRun with each kernel's sampled profile (the wall
+// clock's): on the patched kernel the uprobe hit's read lock is gone and
+// the loop has more of the samples; uretprobe-nop, which did not move,
+// moved in no share beyond the noise.
+func sampledRun() *results.Run {
+	r := fakeRun()
+	prof := func(v variant.Variant, lock, user uint64) results.Profile {
+		const samples = 2000
+		probe := samples - lock - user
+		fs := []results.FunctionCount{{Name: "[user]", Self: user, Children: user},
+			{Name: "uprobe_notify_resume", Self: probe, Children: probe + lock}, {Name: "asm_exc_int3", Children: probe + lock}}
+		if lock > 0 {
+			fs = append(fs, results.FunctionCount{Name: "_raw_read_lock", Self: lock, Children: lock})
+		}
+		ret := []results.FunctionCount{{Name: "[user]", Self: 1000, Children: 1000}, {Name: "uprobe_notify_resume", Self: 1000, Children: 1000}}
+		return results.Profile{Method: stackprof.Method, Arch: "x86_64", Variant: v, Topology: "2 vCPUs", Same: true,
+			Results: []results.ProfileResult{
+				{Benchmark: "uprobe-nop", Producers: 1, Ops: 500_000, Samples: samples, Event: "cpu-clock", Hz: 997, Functions: fs},
+				{Benchmark: "uretprobe-nop", Producers: 1, Ops: 300_000, Samples: 2000, Event: "cpu-clock", Hz: 997, Functions: ret},
+			}}
+	}
+	r.Profiles = []results.Profile{prof(variant.Baseline, 60, 400), prof(variant.Patched, 0, 520)}
+	return r
+}
+
 // onlyPatched is fakeRun as run with --only patched.
 func onlyPatched() *results.Run {
 	r := fakeRun()
@@ -147,6 +173,10 @@ func TestGoldenFormats(t *testing.T) {
 			return Build(r, "results/fake/20260101-000000", "test"), r
 		}},
 		{"compare", twoRuns},
+		{"sampled", func() (*Document, *results.Run) {
+			r := sampledRun()
+			return Build(r, "results/fake/20260101-000000", "test"), r
+		}},
 		{"icount", func() (*Document, *results.Run) {
 			r := icountRun()
 			return Build(r, "results/fake/20260101-000000", "test"), r

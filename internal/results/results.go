@@ -80,17 +80,23 @@ type Run struct {
 	// them (the matrix's boots on the wall clock, its seeds under icount),
 	// in the matrix's shape order: how lab merge deals a run's shards.
 	ShapeBoots []int `json:"shape_boots,omitempty"`
-	// Profiles are the instruction profiles of the run's kernels, from a
-	// boot of each with lab's QEMU plugin (icount only): where in the
-	// kernel a moved row's path changed. Their boots are not in Boots:
-	// the figures are the measured boots' alone.
+	// Profiles are the profiles of the run's kernels, from the first boot
+	// of each: under icount an instruction profile (lab's QEMU plugin),
+	// on the wall clock a sampled one (Method): where in the kernel a
+	// moved row's path changed.
 	Profiles []Profile `json:"profiles,omitempty"`
 }
 
-// Profile is one kernel's instruction profile of one boot under icount
-// (lab's QEMU plugin, package insnprof): for each benchmark result, the
-// guest instructions of its measured samples by kernel function.
+// Profile is one kernel's profile of one boot: under icount its
+// instruction profile (lab's QEMU plugin, package insnprof), for each
+// benchmark result the guest instructions of its measured samples by
+// kernel function; on the wall clock its sampled profile (package
+// stackprof), the kernel stacks of one more sample of each result.
 type Profile struct {
+	// Method is "" for an instruction profile, stackprof.Method for a
+	// sampled one (under the wall clock: the kernel stacks a perf_event
+	// BPF program sampled in one more sample of each benchmark).
+	Method   string          `json:"method,omitempty"`
 	Arch     string          `json:"arch"`
 	Variant  variant.Variant `json:"variant"`
 	Topology string          `json:"topology"` // the shape, as tables name it
@@ -115,6 +121,11 @@ type ProfileResult struct {
 	Ops          uint64          `json:"ops"`          // hits (or calls) in the samples
 	Instructions uint64          `json:"instructions"` // every guest instruction in them
 	Functions    []FunctionCount `json:"functions"`    // most first
+	// Samples, Event and Hz are a sampled profile's: every sample taken,
+	// of which perf event, at what rate a CPU.
+	Samples uint64 `json:"samples,omitempty"`
+	Event   string `json:"event,omitempty"`
+	Hz      int    `json:"hz,omitempty"`
 }
 
 // FunctionCount is a function's instructions in a profile: a kernel
@@ -122,6 +133,10 @@ type ProfileResult struct {
 type FunctionCount struct {
 	Name         string `json:"name"`
 	Instructions uint64 `json:"instructions"`
+	// Self and Children are a sampled profile's: the samples the function
+	// was sampled in itself, and those it was anywhere on the stack in.
+	Self     uint64 `json:"self,omitempty"`
+	Children uint64 `json:"children,omitempty"`
 }
 
 // The kinds of record, as Run.Kind says.

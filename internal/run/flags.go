@@ -35,7 +35,7 @@ func (f *Flags) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(&f.NoBuild, "no-build", "boot only what the cache holds (lab build filled it): no source, no compiler needed")
 	fs.Var(&f.SameImage, "boot-same-image", "boot the kernels even when the series changes no code (both images one sha256): by default lab says so and boots nothing")
 	f.Profile.V = ProfileAuto
-	fs.Var(&f.Profile, "profile", "instruction profiles under icount (where in the kernel a row moved: the first measured boot of each kernel loads lab's QEMU plugin, which does not move the figures): auto or on (when the plugin loads in this QEMU) or off")
+	fs.Var(&f.Profile, "profile", "where in the kernel a row moved, from the first boot of each kernel: under icount an instruction profile (lab's QEMU plugin, which does not move the figures), on the wall clock a sampled one (kernel stacks at 997 Hz in one more sample of each benchmark): auto or on (when it can be taken) or off")
 }
 
 // Apply fills in opt from the flags that were given; root is lab's

@@ -39,7 +39,7 @@ func (r *Runner) measure(ctx context.Context, plans []testbed.ShapePlan, slots [
 		for _, c := range p.Caveats {
 			r.logf("caveat: %s", c)
 		}
-		n, err := r.measureShape(ctx, p, slots, start, end, art, qmpDir, plugins[p.Arch.QEMU])
+		n, err := r.measureShape(ctx, p, slots, start, end, art, qmpDir, r.profilerOf(p, plugins))
 		failed += n
 		if err != nil {
 			return failed, err
@@ -53,9 +53,9 @@ func (r *Runner) measure(ctx context.Context, plans []testbed.ShapePlan, slots [
 // a time. Boot numbers follow the slots, whatever order boots finish in.
 // Ctrl-C starts no new boot and collects the running ones; a results.json
 // that cannot be saved ends the batch.
-// The first boot of each kernel of an icount shape loads plugin (""
-// none), lab's instruction profile, and its profile is recorded.
-func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir, plugin string) (int, error) {
+// The first boot of each kernel is profiled by prof, and its profile is
+// recorded.
+func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []shard.Slot, start, end int, art *Artifacts, qmpDir string, prof profiler) (int, error) {
 	var (
 		mu          sync.Mutex // one finished boot recorded at a time
 		failed      int
@@ -69,10 +69,11 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 		sl := slots[n]
 		label := fmt.Sprintf("boot %d/%d %s %s %s", n+1, len(slots), p.Arch.Name, p.Tag(), sl.Variant)
 		qmp := filepath.Join(qmpDir, fmt.Sprintf("qmp-%d.sock", sl.Index))
-		if sl.Round != 0 || p.Clock != results.ClockICount {
-			plugin = ""
+		by := prof
+		if sl.Round != 0 {
+			by = profiler{}
 		}
-		b, prof, err := r.boot(ctx, p, sl, art, qmp, label, plugin)
+		b, bp, err := r.boot(ctx, p, sl, art, qmp, label, by)
 		b.Round = sl.Round
 		mu.Lock()
 		defer mu.Unlock()
@@ -80,8 +81,8 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 			failed++
 		}
 		b = testbed.AddBoot(r.run, b, err)
-		if prof != nil && err == nil {
-			r.run.Profiles = append(r.run.Profiles, *prof)
+		if bp != nil && err == nil {
+			r.run.Profiles = append(r.run.Profiles, *bp)
 		}
 		if serr := r.save(); serr != nil {
 			return serr
@@ -108,9 +109,9 @@ func (r *Runner) measureShape(ctx context.Context, p testbed.ShapePlan, slots []
 
 // boot runs one guest of plan p: slot sl's variant's kernel, with the
 // round's seed (the k-th boot of each kernel draws stream k, so that the
-// rounds of a shape are pairs of one seed), and plugin loaded when one is
-// given: then its profile too.
-func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, art *Artifacts, qmp, label, plugin string) (results.Boot, *results.Profile, error) {
+// rounds of a shape are pairs of one seed), profiled by prof: then its
+// profile too.
+func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, art *Artifacts, qmp, label string, prof profiler) (results.Boot, *results.Profile, error) {
 	v, idx := sl.Variant, sl.Index
 	kernel, err := art.Kernel(p.Arch.Name, v)
 	if err != nil {
@@ -121,9 +122,9 @@ func (r *Runner) boot(ctx context.Context, p testbed.ShapePlan, sl shard.Slot, a
 		return results.Boot{Index: idx, Variant: v}, nil, err
 	}
 	b := testbed.Booter{Dir: r.dir, QMP: qmp, Boot: r.env.Boot, ConsoleExpect: r.lab.ConsoleExpect, Logf: r.logf,
-		Results: func(n int) { r.received(idx, n) }, Seed: sl.Round + 1, Plugin: plugin}
+		Results: func(n int) { r.received(idx, n) }, Seed: sl.Round + 1, Plugin: prof.plugin, StackHz: prof.stackHz}
 	boot, err := b.Run(ctx, p, kernel, initrd, v, idx, string(v), label)
-	if err != nil || plugin == "" {
+	if err != nil || prof == (profiler{}) {
 		return boot, nil, err
 	}
 	return boot, r.profileOf(b, p, kernel, boot), nil

@@ -37,6 +37,10 @@ type Booter struct {
 	// Plugin is lab's instruction profile plugin (insnprof.Plugin) to
 	// load, "" for none: its counts go to the boot folder's insncount.txt.
 	Plugin string
+	// StackHz, when set, has the agent sample kernel stacks at this rate
+	// in one more sample of each benchmark (protocol.Job.StackHz): the
+	// sampled profile of a boot that no instruction counter sees.
+	StackHz int
 }
 
 // Run boots kernel with plan p as boot number idx, into a folder named
@@ -55,6 +59,9 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 	shape := p.Shape
 	hostTopo := p.HostTopology
 	rel := runfolder.Boot(idx, p.Arch.Name, p.Tag(), pathSafe(name))
+	if bt.StackHz > 0 {
+		p.Job.StackHz = bt.StackHz
+	}
 	b := results.Boot{
 		Index: idx, Arch: p.Arch.Name, CPUs: shape.CPUs, Variant: v, Accel: recordAccel(p.Accel), Clock: p.Clock,
 		Console: filepath.Join(rel, "console.log"), Job: p.Job,

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"lab/initramfs/protocol"
 	"lab/internal/insnprof"
 	"lab/internal/results"
+	"lab/internal/stackprof"
 	"lab/internal/variant"
 )
 
@@ -55,6 +57,29 @@ func (bt Booter) ReadProfile(p ShapePlan, kernel results.Kernel, boot results.Bo
 		prof.QEMU = boot.Outcome.QEMUVersion
 	}
 	return prof, nil
+}
+
+// ReadStacks reads the sampled profile of boot, a boot of kernel with plan
+// p that sampled kernel stacks (Booter.StackHz), named by the kernel's
+// System.map. A result whose sampler failed is said in the error when no
+// result has a profile, else left out.
+func (bt Booter) ReadStacks(p ShapePlan, kernel results.Kernel, boot results.Boot) (results.Profile, error) {
+	syms, err := insnprof.LoadSystemMap(filepath.Join(filepath.Dir(kernel.Info.Image), "System.map"))
+	if err != nil {
+		return results.Profile{}, fmt.Errorf("the kernel's symbols: %w", err)
+	}
+	res, failed := stackprof.Summarize(boot, syms)
+	if len(res) == 0 {
+		if len(failed) > 0 {
+			return results.Profile{}, fmt.Errorf("the guest sampled no stacks: %s", strings.Join(failed, "; "))
+		}
+		return results.Profile{}, fmt.Errorf("the guest sampled no stacks (an agent without the sampler?)")
+	}
+	for _, f := range failed {
+		bt.Logf("no sampled profile of %s", f)
+	}
+	return results.Profile{Method: stackprof.Method, Arch: p.Arch.Name, Variant: boot.Variant, Topology: p.Shape.String(),
+		Dir: filepath.Dir(boot.Console), Same: true, Results: res}, nil
 }
 
 // SameFigures reports whether boot b gave every result a's did, sample by

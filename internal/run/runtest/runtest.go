@@ -17,11 +17,13 @@ import (
 	"lab/initramfs/protocol"
 	"lab/internal/arch"
 	"lab/internal/benchmark"
+	"lab/internal/insnprof"
 	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/source"
 	"lab/internal/spec"
+	"lab/internal/stackprof"
 	"lab/internal/testenv"
 	"lab/internal/topology"
 	"lab/internal/variant"
@@ -234,6 +236,40 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 	table := report.Text(report.Build(saved, dir, "test"), false)
 	if !strings.Contains(table, "uprobe-srcu · "+archName+" · 2 vCPUs · TCG") && !strings.Contains(string(table), "KVM") {
 		t.Errorf("table header:\n%s", table)
+	}
+	checkSampledProfiles(t, saved)
+}
+
+// checkSampledProfiles checks the sampled profile of each kernel of a
+// wall-clock run (its only boot): the guest's perf_event BPF program
+// sampled kernel stacks in one more sample of each result, and lab named
+// them by the kernel's System.map. A uprobe hit runs uprobe_notify_resume
+// on both arches (x86_64 on the way back to user mode, arm64 from
+// do_notify_resume), under which the handler chain runs; the user-mode
+// loop's samples have no kernel stack.
+func checkSampledProfiles(t testing.TB, saved *results.Run) {
+	t.Helper()
+	for _, v := range []variant.Variant{variant.Baseline, variant.Patched} {
+		i := slices.IndexFunc(saved.Profiles, func(p results.Profile) bool { return p.Variant == v && p.Method == stackprof.Method })
+		if i < 0 {
+			t.Errorf("%s: no sampled profile (profiles %d)", v, len(saved.Profiles))
+			continue
+		}
+		p := saved.Profiles[i]
+		for _, res := range p.Results {
+			children := map[string]uint64{}
+			for _, f := range res.Functions {
+				children[f.Name] = f.Children
+			}
+			switch {
+			case res.Samples < 100 || res.Ops == 0 || res.Event != "cpu-clock" || res.Hz != run.StackHz:
+				t.Errorf("%s %s p=%d: %d samples of %q at %d Hz over %d operations", v, res.Benchmark, res.Producers, res.Samples, res.Event, res.Hz, res.Ops)
+			case res.Benchmark == "uprobe-nop" && children["uprobe_notify_resume"] < res.Samples/10:
+				t.Errorf("%s uprobe-nop p=%d: uprobe_notify_resume in %d of %d samples: %+v", v, res.Producers, children["uprobe_notify_resume"], res.Samples, res.Functions)
+			case res.Benchmark == "usermode-count" && children[insnprof.User] < res.Samples/3:
+				t.Errorf("%s usermode-count p=%d: user mode in %d of %d samples", v, res.Producers, children[insnprof.User], res.Samples)
+			}
+		}
 	}
 }
 
