@@ -118,7 +118,7 @@ func commands() []command {
 		{"report", []form{{"RUN-DIR [flags]", "regenerate every report of a saved run from its results.json"}}, reportCommand},
 		{"compare", []form{{"RUN-A RUN-B", "one variant of run A against the same variant of run B"}}, compareCommand},
 		{"table", []form{{"RUN-DIR", "print the report of a saved run again"}}, tableCommand},
-		{"explain", []form{{"RUN-DIR", "where in the kernel a saved run's moved rows changed (the instruction profile)"}}, explainCommand},
+		{"explain", []form{{"RUN-DIR", "where in the kernel a saved run's moved rows changed (its instruction or sampled profile)"}}, explainCommand},
 		{"export", []form{{"RUN-DIR DIR", "a copy of a saved run to publish or commit, no folder of this machine named"}}, exportCommand},
 		{"benchmarks", []form{{"", "the guest benchmarks lab can run"}}, benchmarksCommand},
 		{"host", []form{{"[--kvm ARCH]", "the accelerator each arch's guests get here, and why"}}, hostCommand},
@@ -549,9 +549,9 @@ func explainCommand(fs *flag.FlagSet) func(context.Context, invocation) error {
 		}
 		switch {
 		case len(r.Profiles) == 0:
-			fmt.Fprintf(out, "\nrun %s has no instruction profile: lab takes one under icount, in the first boot of each kernel, when its QEMU loads lab's plugin (not with --profile off, --only or --shard); wall-clock runs have none\n", r.RunID)
+			fmt.Fprintf(out, "\nrun %s has no profile: lab takes one in the first boot of each kernel, under icount when its QEMU loads lab's plugin, on the wall clock by sampling kernel stacks (not with --profile off, --only or --shard)\n", r.RunID)
 		default:
-			fmt.Fprintf(out, "\nrun %s has instruction profiles, and no row that moved: nowhere to explain\n", r.RunID)
+			fmt.Fprintf(out, "\nrun %s has profiles, and no row that moved: nowhere to explain\n", r.RunID)
 		}
 		return nil
 	}

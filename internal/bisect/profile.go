@@ -50,7 +50,7 @@ func (b *bisector) measuredProfile(image string) (results.Profile, bool) {
 		return results.Profile{}, false
 	}
 	for _, p := range m.Profiles {
-		if !p.Same || p.Arch != b.plan.Arch.Name || p.Topology != b.plan.Shape.String() {
+		if !p.Same || p.Method != "" || p.Arch != b.plan.Arch.Name || p.Topology != b.plan.Shape.String() {
 			continue
 		}
 		for _, k := range m.Kernels {

@@ -18,7 +18,7 @@ func CulpritWhere(r *results.Run) (Where, bool) {
 	}
 	find := func(k int) (results.ProfileResult, bool) {
 		for _, p := range r.Profiles {
-			if p.Variant != results.StepVariant(k) {
+			if p.Variant != results.StepVariant(k) || p.Method != "" {
 				continue
 			}
 			for _, res := range p.Results {
