@@ -6,6 +6,7 @@
 package arch
 
 import (
+	"debug/elf"
 	"fmt"
 	"runtime"
 	"sort"
@@ -15,16 +16,20 @@ import (
 
 // Arch is one guest architecture.
 type Arch struct {
-	Name         string // lab's name: "x86_64", "arm64"
-	GOARCH       string // for the guest agent
-	MakeArch     string // ARCH= for kbuild
-	CrossCompile string // CROSS_COMPILE= prefix when not building natively
-	CrossPackage string // Debian package of the cross-compiler
-	ImageTarget  string // make target producing the boot image
-	ImagePath    string // image path relative to the O= build directory
-	QEMU         string // qemu-system binary
-	QEMUPackage  string // Debian package of QEMU
-	CPU          string // -cpu model under TCG; KVM guests get -cpu host
+	Name   string // lab's name: "x86_64", "arm64"
+	GOARCH string // for the guest agent
+	// Multiarch is Debian's triplet for the arch: a guest program's shared
+	// libraries are in /lib/<Multiarch> and /usr/lib/<Multiarch>.
+	Multiarch    string
+	ELFMachine   elf.Machine // e_machine of the guest's programs
+	MakeArch     string      // ARCH= for kbuild
+	CrossCompile string      // CROSS_COMPILE= prefix when not building natively
+	CrossPackage string      // Debian package of the cross-compiler
+	ImageTarget  string      // make target producing the boot image
+	ImagePath    string      // image path relative to the O= build directory
+	QEMU         string      // qemu-system binary
+	QEMUPackage  string      // Debian package of QEMU
+	CPU          string      // -cpu model under TCG; KVM guests get -cpu host
 	// Machines are the QEMU machine types guests boot on; a guest boots on
 	// the first that suits it (MachineFor). The last suits every guest.
 	Machines []Machine
@@ -124,9 +129,11 @@ func (a Arch) MachineFor(n Needs) Machine {
 
 var all = map[string]Arch{
 	"x86_64": {
-		Name:     "x86_64",
-		GOARCH:   "amd64",
-		MakeArch: "x86_64",
+		Name:       "x86_64",
+		GOARCH:     "amd64",
+		Multiarch:  "x86_64-linux-gnu",
+		ELFMachine: elf.EM_X86_64,
+		MakeArch:   "x86_64",
 		// vmlinux, not bzImage: QEMU loads the ELF itself through its PVH
 		// entry point (CONFIG_PVH, kernel-config/x86_64.config), so the
 		// guest does not first decompress a bzImage and run the real-mode
@@ -219,6 +226,8 @@ var all = map[string]Arch{
 	"arm64": {
 		Name:         "arm64",
 		GOARCH:       "arm64",
+		Multiarch:    "aarch64-linux-gnu",
+		ELFMachine:   elf.EM_AARCH64,
 		MakeArch:     "arm64",
 		CrossCompile: "aarch64-linux-gnu-",
 		CrossPackage: "gcc-aarch64-linux-gnu",
