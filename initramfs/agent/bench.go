@@ -64,6 +64,9 @@ func planFor(name string) (plan, error) {
 	if why := b.UnsupportedOn(a.Name); why != "" {
 		return plan{}, unsupported{why}
 	}
+	if b.Kind == benchmark.Workload {
+		return plan{bench: b}, nil
+	}
 	if _, ok := targets.LoopIndex(b.Loop); !ok {
 		return plan{}, unsupported{fmt.Sprintf("the producer program has no %s loop", b.Loop)}
 	}
@@ -108,6 +111,9 @@ func runners() map[benchmark.Kind]func(*protocol.Result, plan, int, protocol.Job
 		benchmark.Kprobe: kprobe, benchmark.Kretprobe: kprobe, benchmark.KprobeMulti: kprobe, benchmark.KretprobeMulti: kprobe,
 		benchmark.TracefsKretprobe: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
 			return tracefsKretprobe(res, pl.symbol, p, job, pl.loop)
+		},
+		benchmark.Workload: func(res *protocol.Result, pl plan, p int, job protocol.Job) error {
+			return workloadBench(res, pl.bench, p, job)
 		},
 		benchmark.Uprobe: uprobe, benchmark.Uretprobe: uprobe, benchmark.UprobeMulti: uprobe, benchmark.UretprobeMulti: uprobe,
 	}

@@ -6,6 +6,7 @@ package benchmark
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -24,6 +25,7 @@ const (
 	KprobeMulti      Kind = "kprobe-multi"      // BPF kprobe_multi link (fprobe)
 	KretprobeMulti   Kind = "kretprobe-multi"   // BPF kretprobe_multi link
 	TracefsKretprobe Kind = "tracefs-kretprobe" // a tracefs "r" event, no BPF
+	Workload         Kind = "workload"          // a guest program run to a fixed amount of work
 )
 
 // Loops: what each producer calls in its tight loop. nop, push and ret are
@@ -62,7 +64,74 @@ type Benchmark struct {
 	// the guest finds out only at run time it reports itself.
 	Unsupported map[string]string
 	About       string
+	// Program is a workload's guest program (Kind Workload).
+	Program *Program
+	// Limits says what the figure cannot show under TCG, where it is a
+	// path length.
+	Limits string
+	// ICountFloorPct is the least change of its figure lab calls one under
+	// icount, where the benchmark needs more than the table's: a workload
+	// of several processes takes another path when a change anywhere moves
+	// how they interleave (docs/workloads.md).
+	ICountFloorPct float64
 }
+
+// ICountFloorPct is the named benchmark's own least icount floor, 0 when
+// the table's holds for it.
+func ICountFloorPct(name string) float64 {
+	b, _ := Lookup(name)
+	return b.ICountFloorPct
+}
+
+// Program is a workload's guest program: a binary of a Debian package,
+// copied with the shared libraries it needs into the initramfs, run with
+// Args to a fixed amount of work while the agent reads the instruction
+// clock (the wall clock under KVM), its operations then read by Metric.
+// It is data: the agent runs any row the same way.
+type Program struct {
+	Package string // the Debian package that ships it
+	Path    string // where, on the host and in the guest
+	// Args are its arguments; "{p}" is the number of instances (the
+	// lab's producers).
+	Args []string
+	// Metric is how its operations are read (MetricStressNG), from
+	// Output: the file it writes them to, its standard output when "".
+	Metric string
+	Output string
+}
+
+// MetricStressNG reads the bogo-ops of every stressor from the YAML file
+// stress-ng writes with --yaml StressNGYAML.
+const (
+	MetricStressNG = "stress-ng-yaml"
+	StressNGYAML   = "/tmp/lab-stress-ng.yaml"
+)
+
+// Argv is the program's command line at p instances.
+func (p Program) Argv(instances int) []string {
+	argv := []string{p.Path}
+	for _, a := range p.Args {
+		argv = append(argv, strings.ReplaceAll(a, "{p}", fmt.Sprint(instances)))
+	}
+	return argv
+}
+
+// stressNG is a stress-ng stressor run to ops bogo operations per
+// instance, with the seed of its random numbers fixed, so that under
+// icount each run of an image does the same work.
+func stressNG(stressor string, ops int, extra ...string) *Program {
+	args := []string{"--" + stressor, "{p}", fmt.Sprintf("--%s-ops", stressor), fmt.Sprint(ops)}
+	args = append(args, extra...)
+	args = append(args, "--no-rand-seed", "--metrics-brief", "--yaml", StressNGYAML)
+	return &Program{Package: "stress-ng", Path: "/usr/bin/stress-ng", Args: args, Metric: MetricStressNG, Output: StressNGYAML}
+}
+
+// noArm64Workload: lab copies the host's program, and the host is x86_64.
+const noArm64Workload = "lab copies the host's amd64 stress-ng into the initramfs; arm64 guests need Debian's arm64 package " +
+	"(dpkg --add-architecture arm64), which lab does not fetch yet"
+
+// pathLength is what a workload's figure is under TCG's icount.
+const pathLength = "under TCG a path length (operations per 10^9 instructions): not cache misses, TLB reach or lock contention"
 
 const noRethook = "needs CONFIG_FPROBE, which needs HAVE_RETHOOK, which arm64 lacks in 6.12"
 
@@ -98,6 +167,18 @@ var table = []Benchmark{
 		About: "kretprobe on flock's entry, flock(0x7878, 0x8787) failing fast with EBADF: the objpool series' loop"},
 	{Name: "kretprobe-flock-tracefs", Kind: TracefsKretprobe, Loop: LoopFlock,
 		About: "a tracefs r event on flock with the lab's maxactive, kprobe_profile's hits and misses recorded"},
+	// The floors are 3 × the spread (CV) of one image's figure over 8
+	// seeds, one boot each (TestWorkloadSeeds, docs/workloads.md): mmap
+	// 0.21 %, futex 1.5 %, pipe 0.18 %.
+	{Name: "stress-mmap", Kind: Workload, Program: stressNG("mmap", 24, "--mmap-bytes", "64K"),
+		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 0.7,
+		About: "stress-ng's mmap stressor: map 64 KiB anonymous, fault every page in, check, unmap (mm/memory.c, mm/mmap.c, mm/page_alloc.c)"},
+	{Name: "stress-futex", Kind: Workload, Program: stressNG("futex", 4000),
+		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 5,
+		About: "stress-ng's futex stressor: a waiter and a waker on a shared futex (kernel/futex/)"},
+	{Name: "stress-pipe", Kind: Workload, Program: stressNG("pipe", 4000),
+		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 0.6,
+		About: "stress-ng's pipe stressor: a writer and a reader on a pipe, a wake-up and a switch each way (kernel/sched/, fs/pipe.c)"},
 }
 
 // All returns the table, in the order benchmarks are documented.
@@ -141,7 +222,7 @@ func IsControl(name string) bool {
 
 // Probe reports whether the benchmark attaches a probe (and so also
 // measures its loop probe-free first).
-func (b Benchmark) Probe() bool { return b.Kind != Count }
+func (b Benchmark) Probe() bool { return b.Kind != Count && b.Kind != Workload }
 
 // UnsupportedOn says why arch cannot run the benchmark, "" when it can.
 func (b Benchmark) UnsupportedOn(arch string) string { return b.Unsupported[arch] }
@@ -176,13 +257,24 @@ func Doc() string {
 			}
 		}
 		notes = append(notes, x.About)
-		fmt.Fprintf(&b, "%-24s %-18s %-8s %-26s %s\n", x.Name, x.Kind, x.Loop, up, strings.Join(notes, "; "))
+		loop := x.Loop
+		if x.Program != nil {
+			loop = filepath.Base(x.Program.Path)
+		}
+		fmt.Fprintf(&b, "%-24s %-18s %-8s %-26s %s\n", x.Name, x.Kind, loop, up, strings.Join(notes, "; "))
 	}
 	footnotes := map[string]bool{}
 	for _, x := range table {
 		if x.UpstreamDiffers != "" && !footnotes[x.UpstreamDiffers] {
 			footnotes[x.UpstreamDiffers] = true
 			fmt.Fprintf(&b, "* %s\n", x.UpstreamDiffers)
+		}
+	}
+	fmt.Fprintf(&b, "\nworkloads: a program from a Debian package, run to a fixed amount of work ({p}: the producers)\n")
+	for _, x := range table {
+		if x.Program != nil {
+			fmt.Fprintf(&b, "%-24s %s (package %s)\n%-24s %s\n", x.Name, x.Program.Path+" "+strings.Join(x.Program.Args, " "),
+				x.Program.Package, "", x.Limits)
 		}
 	}
 	fmt.Fprintf(&b, "\nguest tools (a lab's tools:, or lab run --tools):\n")
