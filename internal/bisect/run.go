@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
+	"lab/internal/benchmark"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/runfolder"
@@ -223,6 +224,9 @@ func (b *bisector) do(ctx context.Context) error {
 // searchMode is how the search judges this bisect's boots.
 func (b *bisector) searchMode() Mode {
 	mode := Mode{ICount: b.plan.Clock == results.ClockICount, Sample: b.plan.Job.Sample(), MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
+	if b.fig != nil {
+		mode.BenchmarkFloorPct = benchmark.ICountFloorPct(b.fig.Benchmark)
+	}
 	// Under icount one image gives one figure (docs/validation.md): the
 	// figures of the ends queued from before this bisect (the history's)
 	// stand for them, and another boot of an end would only repeat one.

@@ -413,6 +413,21 @@ type Initramfs struct {
 	// Tools are the guest tools in the image (lab's tools:), with what
 	// they were built from.
 	Tools []Tool `json:"tools,omitempty"`
+	// Programs are the workloads' programs in the image, copied from the
+	// host with the libraries they need.
+	Programs []Program `json:"programs,omitempty"`
+}
+
+// Program is a workload's program as it went into an image: which Debian
+// package and version it came from, and its content.
+type Program struct {
+	Path    string `json:"path"`
+	Package string `json:"package"`
+	Version string `json:"version"` // dpkg's, "" when dpkg does not know it
+	SHA256  string `json:"sha256"`
+	// Files is how many files went in with it: its interpreter and
+	// shared libraries, and itself.
+	Files int `json:"files"`
 }
 
 // Tool is a guest tool built for a run: the kernel's bench, from the

@@ -16,6 +16,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/benchmark"
 	"lab/internal/bpfbench"
+	"lab/internal/digest"
 	"lab/internal/initramfs"
 	"lab/internal/insnprof"
 	"lab/internal/kbuild"
@@ -373,17 +374,54 @@ func (r *Runner) initramfs(ctx context.Context, a arch.Arch, files []initramfs.F
 		if err != nil {
 			return err
 		}
-		img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log, files...)
+		programs, made, err := r.workloadFiles(ctx, a)
 		if err != nil {
 			return err
 		}
-		out = results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached}
+		img, err := initramfs.Build(ctx, r.opt.ModuleRoot, a.GOARCH, r.opt.CacheDir, log, append(files, programs...)...)
+		if err != nil {
+			return err
+		}
+		out = results.Initramfs{Arch: a.Name, Path: img.Path, Key: img.Key, Cached: img.Cached, Programs: made}
 		if img.Cached {
 			r.logf("initramfs %s: cached %s", a.GOARCH, img.Path)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// workloadFiles are the programs of the lab's workloads that a's guests
+// run, with the libraries they need: the host's, from Debian's package for
+// the host's arch (the benchmark table says which arch cannot run them).
+func (r *Runner) workloadFiles(ctx context.Context, a arch.Arch) ([]initramfs.File, []results.Program, error) {
+	var files []initramfs.File
+	var programs []results.Program
+	seen := map[string]bool{}
+	for _, name := range r.lab.Matrix.Benchmarks {
+		b, ok := benchmark.Lookup(name)
+		if !ok || b.Program == nil || b.UnsupportedOn(a.Name) != "" || seen[b.Program.Path] {
+			continue
+		}
+		pf, err := initramfs.ProgramFiles("/", a.Multiarch, a.ELFMachine, b.Program.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workload %s: %w (Debian's %s package has it: ./scripts/install-deps --workloads)", name, err, b.Program.Package)
+		}
+		for _, f := range pf {
+			if !seen["/"+f.Guest] {
+				seen["/"+f.Guest] = true
+				files = append(files, f)
+			}
+		}
+		sum, err := digest.File(pf[0].Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		version, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", b.Program.Package).Output()
+		programs = append(programs, results.Program{Path: b.Program.Path, Package: b.Program.Package,
+			Version: strings.TrimSpace(string(version)), SHA256: sum, Files: len(pf)})
+	}
+	return files, programs, nil
 }
 
 // guestTools builds the lab's guest tools for a: the kernel's bench, from
@@ -479,6 +517,13 @@ func checkTools(lab *spec.Lab, opt Options) error {
 		// pahole makes the kernel's BTF: without it Kconfig drops
 		// DEBUG_INFO_BTF and bench cannot load.
 		need[bpfbench.Clang], need["llvm-strip-19"], need["pahole"] = "clang-19", "llvm-19", "dwarves"
+	}
+	if !opt.BuildOnly {
+		for _, name := range lab.Matrix.Benchmarks {
+			if b, ok := benchmark.Lookup(name); ok && b.Program != nil {
+				need[b.Program.Path] = b.Program.Package + "; ./scripts/install-deps --workloads"
+			}
+		}
 	}
 	for _, name := range lab.Matrix.Arch {
 		a, err := arch.Lookup(name)

@@ -439,6 +439,9 @@ func (t *Table) finish(driftFloor bool) {
 			r := &rows[i]
 			res := t.ResolutionPct(*r)
 			floor := math.Max(t.FloorPct, res)
+			if t.Shape.ICount() {
+				floor = math.Max(floor, benchmark.ICountFloorPct(r.Benchmark))
+			}
 			switch {
 			case t.Shape.ICount() && r.Agent():
 				// Exact figures: judged by size, whatever the hosts.
