@@ -1,0 +1,138 @@
+package workloade2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"lab/internal/insnprof"
+	"lab/internal/report"
+	"lab/internal/run"
+	"lab/internal/run/runtest"
+	"lab/internal/spec"
+	"lab/internal/stats"
+	"lab/internal/testenv"
+	"lab/internal/verdict"
+)
+
+// delayFn is a planted delay of its own, so that the where-block can name
+// it: turns of a loop on every call.
+func delayFn(name string, turns int) string {
+	return fmt.Sprintf("static noinline void %s(void)\n{\n\tvolatile int lab_d;\n\n\tfor (lab_d = 0; lab_d < %d; lab_d++)\n\t\t;\n}\n\n", name, turns)
+}
+
+const (
+	faultHead = "vm_fault_t handle_mm_fault(struct vm_area_struct *vma, unsigned long address,\n"
+	faultBody = "\t__set_current_state(TASK_RUNNING);\n\n\tret = sanitize_fault_flags(vma, &flags);\n"
+	wakeHead  = "int futex_wake(u32 __user *uaddr, unsigned int flags, int nr_wake, u32 bitset)\n{\n"
+	wakeBody  = "\tif (!bitset)\n\t\treturn -EINVAL;\n\n\tret = get_futex_key(uaddr, flags, &key, FUTEX_READ);\n"
+)
+
+// The workloads of labs/mm-fault.yaml and labs/futex.yaml under icount,
+// one boot a kernel: a delay planted in the page-fault path
+// (handle_mm_fault) is found slower by stress-mmap, one planted in
+// futex_wake by stress-futex, each named in its where-block with its
+// caller; a comment added to both files (lines move, so the images
+// differ, and no path does) is judged unchanged by both.
+func TestWorkloadsFindAPlantedRegression(t *testing.T) {
+	testenv.E2E(t, "builds and boots real kernels that run stress-ng under icount")
+	root := testenv.Checkout(t, runtest.Root(t))
+	const comment = "/* lab: a comment, and no code */\n"
+	runtest.TarballSeries(t, root, map[string][]testenv.Edit{
+		"mm-slow": {{Subject: "mm: a delay on every fault", File: "mm/memory.c", Change: func(s string) string {
+			s = testenv.Replace(faultHead, delayFn("lab_fault_delay", 128)+faultHead)(s)
+			return testenv.Replace(faultBody, "\t__set_current_state(TASK_RUNNING);\n\tlab_fault_delay();\n\n\tret = sanitize_fault_flags(vma, &flags);\n")(s)
+		}}},
+		"futex-slow": {{Subject: "futex: a delay on every wake", File: "kernel/futex/waitwake.c", Change: func(s string) string {
+			s = testenv.Replace(wakeHead, delayFn("lab_wake_delay", 512)+wakeHead)(s)
+			return testenv.Replace(wakeBody, "\tif (!bitset)\n\t\treturn -EINVAL;\n\tlab_wake_delay();\n\n\tret = get_futex_key(uaddr, flags, &key, FUTEX_READ);\n")(s)
+		}}},
+		"comments": {
+			{Subject: "mm: a comment", File: "mm/memory.c", Change: testenv.Replace(faultHead, comment+faultHead)},
+			{Subject: "futex: a comment", File: "kernel/futex/waitwake.c", Change: testenv.Replace(wakeHead, comment+wakeHead)},
+		},
+	})
+	labFile := testenv.WriteLab(t, root, "workloads", `name: workloads
+description: delays planted in the fault and futex wake paths, and a comment in both
+mode: apply
+versions:
+  - {name: mm-slow, series: mm-slow}
+  - {name: futex-slow, series: futex-slow}
+  - {name: comments, series: comments}
+config: [common.config]
+matrix:
+  arch: [x86_64]
+  cpus: [1]
+  benchmarks: [stress-mmap, stress-futex]
+  producers: [1]
+  duration: 250ms
+  warmup: 0s
+  measure: icount
+`)
+	lab, err := spec.Load(labFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, dir, out := runtest.With(t, run.Options{Lab: lab, Series: runtest.Versions(t, lab)})
+	t.Log(out)
+	if n := len(res.Boots); n != 4 {
+		t.Fatalf("%d boots, want 4: one a kernel", n)
+	}
+	d := report.Build(res, dir, "test")
+	rows := map[string]verdict.Row{}
+	for _, c := range d.Comparisons {
+		for _, r := range c.Tables[0].Rows {
+			rows[c.Name()+" "+r.Benchmark] = r
+			t.Logf("%s %s: %s", c.Name(), r.Benchmark, r.Change.Words())
+		}
+	}
+	for _, tc := range []struct {
+		row  string
+		want string
+	}{
+		{"mm-slow vs baseline stress-mmap", stats.Slower},
+		{"futex-slow vs baseline stress-futex", stats.Slower},
+		{"comments vs baseline stress-mmap", stats.Same},
+		{"comments vs baseline stress-futex", stats.Same},
+	} {
+		r, ok := rows[tc.row]
+		if !ok {
+			t.Errorf("%s: no such row (%d rows)", tc.row, len(rows))
+			continue
+		}
+		if c := r.Change; c.Verdict != tc.want || !c.Exact {
+			t.Errorf("%s: %s, want %s (exact)", tc.row, c.Words(), tc.want)
+		}
+	}
+	text := report.WhereText(d)
+	t.Log(text)
+	blocks := map[string]insnprof.Where{}
+	for _, c := range d.Comparisons {
+		for _, w := range c.Where {
+			blocks[c.Name()+" "+w.Row] = w.Where
+		}
+	}
+	for _, tc := range []struct{ block, delay, caller string }{
+		{"mm-slow vs baseline stress-mmap p=1", "lab_fault_delay", "handle_mm_fault"},
+		{"futex-slow vs baseline stress-futex p=1", "lab_wake_delay", "futex_wake"},
+	} {
+		w, ok := blocks[tc.block]
+		if !ok {
+			t.Errorf("no where-block %q", tc.block)
+			continue
+		}
+		named := map[string]insnprof.Moved{}
+		for _, m := range w.Rows {
+			named[m.Function] = m
+		}
+		if m, ok := named[tc.delay]; !ok || m.Before != 0 || m.Delta <= 0 {
+			t.Errorf("%s: the delay %s is not named with what it adds an operation: %+v", tc.block, tc.delay, w.Rows)
+		}
+		if _, ok := named[tc.caller]; !ok {
+			t.Errorf("%s: the delay's caller %s is not named: %+v", tc.block, tc.caller, w.Rows)
+		}
+	}
+	if !strings.Contains(text, "where it moved, comments vs baseline, x86_64 · 1 vCPU · TCG · icount: nowhere") {
+		t.Errorf("the report does not say the comments moved nothing")
+	}
+}
