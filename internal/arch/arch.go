@@ -22,6 +22,7 @@ type Arch struct {
 	// libraries are in /lib/<Multiarch> and /usr/lib/<Multiarch>.
 	Multiarch    string
 	ELFMachine   elf.Machine // e_machine of the guest's programs
+	DebianArch   string      // dpkg's name for the arch: a guest program's packages
 	MakeArch     string      // ARCH= for kbuild
 	CrossCompile string      // CROSS_COMPILE= prefix when not building natively
 	CrossPackage string      // Debian package of the cross-compiler
@@ -133,6 +134,7 @@ var all = map[string]Arch{
 		GOARCH:     "amd64",
 		Multiarch:  "x86_64-linux-gnu",
 		ELFMachine: elf.EM_X86_64,
+		DebianArch: "amd64",
 		MakeArch:   "x86_64",
 		// vmlinux, not bzImage: QEMU loads the ELF itself through its PVH
 		// entry point (CONFIG_PVH, kernel-config/x86_64.config), so the
@@ -228,6 +230,7 @@ var all = map[string]Arch{
 		GOARCH:       "arm64",
 		Multiarch:    "aarch64-linux-gnu",
 		ELFMachine:   elf.EM_AARCH64,
+		DebianArch:   "arm64",
 		MakeArch:     "arm64",
 		CrossCompile: "aarch64-linux-gnu-",
 		CrossPackage: "gcc-aarch64-linux-gnu",

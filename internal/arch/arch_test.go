@@ -100,3 +100,18 @@ func TestInstallDepsCoversTheTable(t *testing.T) {
 		}
 	}
 }
+
+// Every arch names where its guest programs come from: a workload's
+// program and libraries are found by these (initramfs.ProgramFiles,
+// guestroot).
+func TestGuestProgramFields(t *testing.T) {
+	for _, name := range Names() {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Multiarch == "" || a.ELFMachine == 0 || a.DebianArch == "" {
+			t.Errorf("%s: Multiarch %q, ELFMachine %v, DebianArch %q", name, a.Multiarch, a.ELFMachine, a.DebianArch)
+		}
+	}
+}

@@ -126,10 +126,6 @@ func stressNG(stressor string, ops int, extra ...string) *Program {
 	return &Program{Package: "stress-ng", Path: "/usr/bin/stress-ng", Args: args, Metric: MetricStressNG, Output: StressNGYAML}
 }
 
-// noArm64Workload: lab copies the host's program, and the host is x86_64.
-const noArm64Workload = "lab copies the host's amd64 stress-ng into the initramfs; arm64 guests need Debian's arm64 package " +
-	"(dpkg --add-architecture arm64), which lab does not fetch yet"
-
 // pathLength is what a workload's figure is under TCG's icount.
 const pathLength = "under TCG a path length (operations per 10^9 instructions): not cache misses, TLB reach or lock contention"
 
@@ -171,13 +167,13 @@ var table = []Benchmark{
 	// seeds, one boot each (TestWorkloadSeeds, docs/workloads.md): mmap
 	// 0.21 %, futex 1.5 %, pipe 0.18 %.
 	{Name: "stress-mmap", Kind: Workload, Program: stressNG("mmap", 24, "--mmap-bytes", "64K"),
-		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 0.7,
+		Limits: pathLength, ICountFloorPct: 0.7,
 		About: "stress-ng's mmap stressor: map 64 KiB anonymous, fault every page in, check, unmap (mm/memory.c, mm/mmap.c, mm/page_alloc.c)"},
 	{Name: "stress-futex", Kind: Workload, Program: stressNG("futex", 4000),
-		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 5,
+		Limits: pathLength, ICountFloorPct: 5,
 		About: "stress-ng's futex stressor: a waiter and a waker on a shared futex (kernel/futex/)"},
 	{Name: "stress-pipe", Kind: Workload, Program: stressNG("pipe", 4000),
-		Unsupported: map[string]string{"arm64": noArm64Workload}, Limits: pathLength, ICountFloorPct: 0.6,
+		Limits: pathLength, ICountFloorPct: 0.6,
 		About: "stress-ng's pipe stressor: a writer and a reader on a pipe, a wake-up and a switch each way (kernel/sched/, fs/pipe.c)"},
 }
 

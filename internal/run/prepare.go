@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"lab/internal/benchmark"
 	"lab/internal/bpfbench"
 	"lab/internal/digest"
+	"lab/internal/guestroot"
 	"lab/internal/initramfs"
 	"lab/internal/insnprof"
 	"lab/internal/kbuild"
@@ -403,7 +405,11 @@ func (r *Runner) workloadFiles(ctx context.Context, a arch.Arch) ([]initramfs.Fi
 		if !ok || b.Program == nil || b.UnsupportedOn(a.Name) != "" || seen[b.Program.Path] {
 			continue
 		}
-		pf, err := initramfs.ProgramFiles("/", a.Multiarch, a.ELFMachine, b.Program.Path)
+		root, version, err := r.programRoot(ctx, a, b.Program.Package)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workload %s on %s: %w", name, a.Name, err)
+		}
+		pf, err := initramfs.ProgramFiles(root, a.Multiarch, a.ELFMachine, b.Program.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("workload %s: %w (Debian's %s package has it: ./scripts/install-deps --workloads)", name, err, b.Program.Package)
 		}
@@ -417,11 +423,22 @@ func (r *Runner) workloadFiles(ctx context.Context, a arch.Arch) ([]initramfs.Fi
 		if err != nil {
 			return nil, nil, err
 		}
-		version, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", b.Program.Package).Output()
-		programs = append(programs, results.Program{Path: b.Program.Path, Package: b.Program.Package,
-			Version: strings.TrimSpace(string(version)), SHA256: sum, Files: len(pf)})
+		programs = append(programs, results.Program{Path: b.Program.Path, Package: b.Program.Package + ":" + a.DebianArch,
+			Version: version, SHA256: sum, Files: len(pf)})
 	}
 	return files, programs, nil
+}
+
+// programRoot is where a workload's package for a is found: the host's
+// own files for the host's arch (installed from Debian), else a root of
+// Debian's packages for a, fetched into the cache; and the package's
+// version.
+func (r *Runner) programRoot(ctx context.Context, a arch.Arch, pkg string) (root, version string, err error) {
+	if a.GOARCH == runtime.GOARCH {
+		out, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", pkg).Output()
+		return "/", strings.TrimSpace(string(out)), nil
+	}
+	return guestroot.Fetch(ctx, r.opt.CacheDir, a.DebianArch, pkg, r.logf)
 }
 
 // guestTools builds the lab's guest tools for a: the kernel's bench, from
@@ -519,8 +536,14 @@ func checkTools(lab *spec.Lab, opt Options) error {
 		need[bpfbench.Clang], need["llvm-strip-19"], need["pahole"] = "clang-19", "llvm-19", "dwarves"
 	}
 	if !opt.BuildOnly {
+		// The host's arch takes a workload's program from the host; another
+		// arch's comes from Debian's packages (guestroot).
+		native := slices.ContainsFunc(lab.Matrix.Arch, func(name string) bool {
+			a, err := arch.Lookup(name)
+			return err == nil && a.GOARCH == runtime.GOARCH
+		})
 		for _, name := range lab.Matrix.Benchmarks {
-			if b, ok := benchmark.Lookup(name); ok && b.Program != nil {
+			if b, ok := benchmark.Lookup(name); ok && b.Program != nil && native {
 				need[b.Program.Path] = b.Program.Package + "; ./scripts/install-deps --workloads"
 			}
 		}
