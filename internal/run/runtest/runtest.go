@@ -27,6 +27,7 @@ import (
 	"lab/internal/testenv"
 	"lab/internal/topology"
 	"lab/internal/variant"
+	"lab/internal/verdict"
 	"lab/internal/vm"
 )
 
@@ -540,4 +541,30 @@ func Versions(t testing.TB, lab *spec.Lab) []run.NamedSeries {
 		named = append(named, run.NamedSeries{Variant: variant.Variant(v.Name), Series: s})
 	}
 	return named
+}
+
+// RunVersions runs a lab file of versions (one boot a kernel, as icount
+// boots them: boots is the total the test expects) and gives the run, its
+// report document and every comparison's first-table rows, keyed
+// "<comparison> <benchmark>" ("planted vs baseline uprobe-nop").
+func RunVersions(t testing.TB, labFile string, boots int) (*results.Run, *report.Document, map[string]verdict.Row) {
+	t.Helper()
+	lab, err := spec.Load(labFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, dir, out := With(t, run.Options{Lab: lab, Series: Versions(t, lab)})
+	t.Log(out)
+	if n := len(res.Boots); n != boots {
+		t.Fatalf("%d boots, want %d: one a kernel", n, boots)
+	}
+	d := report.Build(res, dir, "test")
+	rows := map[string]verdict.Row{}
+	for _, c := range d.Comparisons {
+		for _, r := range c.Tables[0].Rows {
+			rows[c.Name()+" "+r.Benchmark] = r
+			t.Logf("%s %s: %s", c.Name(), r.Benchmark, r.Change.Words())
+		}
+	}
+	return res, d, rows
 }
