@@ -190,6 +190,15 @@ func Lookup(name string) (Benchmark, bool) {
 	return Benchmark{}, false
 }
 
+// OpOf is what one of the named benchmark's figures counts: a probe's
+// "hit", a workload's "operation" (its program's bogo-op).
+func OpOf(name string) string {
+	if b, _ := Lookup(name); b.Kind == Workload {
+		return "operation"
+	}
+	return "hit"
+}
+
 // Names lists every benchmark's name.
 func Names() []string {
 	var out []string

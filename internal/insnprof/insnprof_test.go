@@ -82,6 +82,12 @@ func TestSummarizeAndDiff(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
+	// A workload's figure counts its program's operations, and says so.
+	a[0].Benchmark, b[0].Benchmark = "stress-mmap", "stress-mmap"
+	if text := Diff(a[0], b[0], -1.1494).Text(""); !strings.Contains(text, "870.0 → 860.0 instructions an operation") {
+		t.Errorf("a workload's block:\n%s", text)
+	}
+	a[0].Benchmark = "uprobe-nop"
 	// The same profile on both sides: nothing moved, an empty block.
 	if same := Diff(a[0], a[0], 0); len(same.Rows) != 0 || !strings.Contains(same.Text(""), "no function moved") {
 		t.Errorf("an unchanged path: %+v", same)

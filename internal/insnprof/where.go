@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"lab/internal/benchmark"
 	"lab/internal/results"
 )
 
@@ -42,6 +43,14 @@ type Moved struct {
 // summed in one line.
 const MaxRows = 12
 
+// per is "a hit", "an operation": what the counts are divided by.
+func (w Where) per() string {
+	if strings.IndexByte("aeiou", w.Unit[0]) >= 0 {
+		return "an " + w.Unit
+	}
+	return "a " + w.Unit
+}
+
 // MinDelta is the least change per operation a where-block lists: periodic
 // work (timer ticks, RCU) divides into more operations on a faster kernel,
 // and moves every function it runs by hundredths of an instruction.
@@ -50,7 +59,7 @@ const MinDelta = 0.05
 // Diff sets kernel a's profile of a benchmark against b's. measuredPct is
 // the measured figures' path change (NaN when unknown).
 func Diff(a, b results.ProfileResult, measuredPct float64) Where {
-	w := Where{Benchmark: a.Benchmark, Producers: a.Producers, Unit: "hit", MeasuredPct: measuredPct}
+	w := Where{Benchmark: a.Benchmark, Producers: a.Producers, Unit: benchmark.OpOf(a.Benchmark), MeasuredPct: measuredPct}
 	if a.Ops == 0 || b.Ops == 0 {
 		return w
 	}
@@ -105,7 +114,7 @@ func (w Where) PathPct() float64 {
 // The lines (the listed functions and the rest) sum to the profile's whole
 // change exactly; what is checked is the profile against the figure.
 func (w Where) Reconciled() string {
-	s := fmt.Sprintf("the lines sum to %+.2f instructions a %s, %+.3f %% of the path", w.After-w.Before, w.Unit, w.PathPct())
+	s := fmt.Sprintf("the lines sum to %+.2f instructions %s, %+.3f %% of the path", w.After-w.Before, w.per(), w.PathPct())
 	if math.IsNaN(w.MeasuredPct) {
 		return s
 	}
@@ -136,10 +145,10 @@ func pctOf(delta, base float64) float64 {
 // indent: a line a function, then the rest and how it reconciles.
 func (w Where) Text(indent string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s%s p=%d: %.1f → %.1f instructions a %s (%+.3f %%)\n", indent, w.Benchmark, w.Producers, w.Before, w.After, w.Unit, w.PathPct())
+	fmt.Fprintf(&b, "%s%s p=%d: %.1f → %.1f instructions %s (%+.3f %%)\n", indent, w.Benchmark, w.Producers, w.Before, w.After, w.per(), w.PathPct())
 	fmt.Fprintf(&b, "%s  %-36s %9s %9s %9s %7s\n", indent, "function", "before", "after", "Δ", "share")
 	if len(w.Rows) == 0 {
-		fmt.Fprintf(&b, "%s  no function moved by %.2f instructions a %s or more\n", indent, MinDelta, w.Unit)
+		fmt.Fprintf(&b, "%s  no function moved by %.2f instructions %s or more\n", indent, MinDelta, w.per())
 	}
 	// A share of a change of next to nothing says nothing.
 	share := func(d float64) string {
