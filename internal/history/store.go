@@ -347,16 +347,21 @@ func (s *Store) LineKeys(ctx context.Context, lab string) ([]LineKey, error) {
 // commit order along the branch where the commit's place is known, then
 // by the run's start time and the boot's index. A key without its clock,
 // host class or any other required field is an error.
+//
+// The query names its tables from the lab's runs down to their boots and
+// their figures, CROSS JOIN keeping SQLite to that order (boots_run_shape):
+// started from a benchmark's figures or a shape's boots it read every
+// boot of the history for each line.
 func (s *Store) Points(ctx context.Context, k LineKey) ([]Point, error) {
 	if err := k.Check(); err != nil {
 		return nil, fmt.Errorf("history: series %s: %w", k, err)
 	}
 	stmt := `SELECT r.lab, r.run_id, r.kind, r.lab_version, r.started, b.boot_index, b.variant, b.commit_id, c.seq,
 		b.kernel_key, b.image_sha256, r.source_id, r.kernel_version, COALESCE(s.sha256, r.series_sha256), b.host_name, f.value
-		FROM figures f JOIN boots b ON b.id = f.boot JOIN runs r ON r.id = b.run
+		FROM runs r CROSS JOIN boots b CROSS JOIN figures f
 		LEFT JOIN commits c ON c.commit_id = b.commit_id
 		LEFT JOIN run_series s ON s.run = r.id AND s.variant = b.variant
-		WHERE b.failure = '' AND r.lab = ? AND b.variant = ? AND f.benchmark = ? AND f.tool = ? AND f.producers = ?
+		WHERE b.run = r.id AND f.boot = b.id AND b.failure = '' AND r.lab = ? AND b.variant = ? AND f.benchmark = ? AND f.tool = ? AND f.producers = ?
 		AND f.metric = ? AND b.arch = ? AND b.cpus = ? AND b.topology = ? AND b.clock = ? AND b.accel = ? AND b.host_class = ? AND b.method = ?`
 	rows, err := s.db.QueryContext(ctx, s.d.q(stmt), k.Lab, k.Variant, k.Benchmark, k.Tool, k.Producers,
 		k.Metric, k.Arch, k.CPUs, k.Topology, k.Clock, k.Accel, k.HostClass, k.Method)
