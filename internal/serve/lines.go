@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"path"
 	"strconv"
 	"strings"
 
@@ -30,22 +29,6 @@ const nav = `<nav><a href="/">lines</a><a href="/runs/">runs</a><a href="/watch"
 
 var funcs = template.FuncMap{"short": gitcmd.Short}
 
-var indexPage = report.NewPage("index", style+`{{define "title"}}lab · {{.Where}}{{end}}
-{{define "body"}}`+nav+`<h1>lab history</h1>
-<p>{{.Summary}}</p>
-{{if .Changes}}<h2>Change points</h2>
-<table id="changes"><tr><th>lab</th><th>line</th><th>before</th><th>after</th><th>change</th><th></th><th>culprit</th><th>annotation</th></tr>
-{{range .Changes}}<tr class="{{.Class}}"><td>{{.Lab}}</td><td><a href="/lines/{{.ID}}">{{.Row}}</a><br><small>{{.Group}}</small></td>
-<td>{{.Before}}</td><td>{{.After}}</td><td class="n">{{.Pct}}</td><td>{{.Verdict}}</td><td>{{.Culprit}}</td><td>{{.Annotation}}</td></tr>
-{{end}}</table>{{end}}
-<h2>Lines</h2>
-{{range .Groups}}<h3>{{.Title}}</h3>
-<table><tr><th>row</th><th>levels</th><th>figures</th><th>last</th><th>change points</th></tr>
-{{range .Lines}}<tr><td><a class="line" href="/lines/{{.ID}}">{{.Row}}</a></td><td class="n">{{.Levels}}</td><td class="n">{{.Boots}}</td><td class="n">{{.Last}}</td><td>{{.Changes}}</td></tr>
-{{end}}</table>{{end}}
-<p>history: {{.Where}}</p>
-{{end}}`, funcs)
-
 type changeRow struct {
 	ID, Lab, Row, Group, Before, After, Pct, Verdict, Culprit, Annotation, Class string
 }
@@ -53,41 +36,6 @@ type changeRow struct {
 type lineRow struct {
 	ID, Row, Last, Changes string
 	Levels, Boots          int
-}
-
-type groupRows struct {
-	Title string
-	Lines []lineRow
-}
-
-// index lists the change points, then every line by group.
-func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	a, err := s.history(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	h := a.hist
-	var changes []changeRow
-	for _, f := range h.Changes() {
-		changes = append(changes, changeOf(f.Line, f.Change))
-	}
-	var groups []groupRows
-	for _, g := range h.Groups() {
-		gr := groupRows{Title: historyreport.GroupTitle(g)}
-		for _, l := range h.InGroup(g) {
-			last := l.Levels[len(l.Levels)-1]
-			gr.Lines = append(gr.Lines, lineRow{ID: LineID(l.Key), Row: historyreport.RowName(l.Key), Levels: len(l.Levels), Boots: l.Boots(),
-				Last: historyreport.MeanText(l.Key.Metric, last), Changes: historyreport.ChangesText(l)})
-		}
-		groups = append(groups, gr)
-	}
-	s.page(w, r, indexPage, struct {
-		Where, Summary string
-		Stale          bool
-		Changes        []changeRow
-		Groups         []groupRows
-	}{h.Where, h.Summary(), a.stale, changes, groups})
 }
 
 func changeOf(l *lines.Line, c lines.Change) changeRow {
@@ -235,15 +183,9 @@ func (s *Server) level(w http.ResponseWriter, r *http.Request) {
 	}
 	lv := l.Levels[n]
 	dir, found := s.folders()[l.Key.Lab+"/"+lv.RunID]
-	consoles := map[int]string{}
+	var consoles map[int]string
 	if found {
-		if run, err := s.loadRun(dir); err == nil {
-			for _, b := range run.Boots {
-				if b.Console != "" {
-					consoles[b.Index] = "/runs/" + path.Join(dir, b.Console)
-				}
-			}
-		}
+		consoles = s.consoles(dir)
 	}
 	var boots []bootRow
 	for i, idx := range lv.Boots {

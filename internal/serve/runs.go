@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"lab/internal/bisectreport"
 	"lab/internal/report"
@@ -28,9 +29,46 @@ type runFolder struct {
 	Lab, Run string // as the folder names them: <lab>/<run-id>
 }
 
+// foldersFor is how long a walk of the results folder is kept: the runs
+// list, the line and level pages and the watch page read it once, not on
+// every view (a folder of thousands of runs takes a while to walk). New
+// boots in the history walk it again at once.
+const foldersFor = 30 * time.Second
+
+// walked is the results folder's run folders as last walked.
+type walked struct {
+	at      time.Time
+	folders []runFolder
+	byRun   map[string]string
+}
+
 // runFolders lists every folder below the results folder that holds a
-// results.json, in path order.
-func (s *Server) runFolders() []runFolder {
+// results.json, in path order, as walked at most foldersFor ago.
+func (s *Server) runFolders() []runFolder { return s.walked().folders }
+
+func (s *Server) walked() *walked {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.walk == nil || time.Since(s.walk.at) > foldersFor {
+		w := &walked{at: time.Now(), folders: s.walkRunFolders(), byRun: map[string]string{}}
+		for _, f := range w.folders {
+			if _, ok := w.byRun[f.Lab+"/"+f.Run]; !ok {
+				w.byRun[f.Lab+"/"+f.Run] = f.Dir
+			}
+		}
+		s.walk = w
+	}
+	return s.walk
+}
+
+// forgetWalk has the next page walk the results folder again.
+func (s *Server) forgetWalk() {
+	s.wmu.Lock()
+	s.walk = nil
+	s.wmu.Unlock()
+}
+
+func (s *Server) walkRunFolders() []runFolder {
 	if s.root == nil {
 		return nil
 	}
@@ -53,14 +91,48 @@ func (s *Server) runFolders() []runFolder {
 }
 
 // folders maps "<lab>/<run-id>" to its folder, for the history's runs.
-func (s *Server) folders() map[string]string {
-	m := map[string]string{}
-	for _, f := range s.runFolders() {
-		if _, ok := m[f.Lab+"/"+f.Run]; !ok {
-			m[f.Lab+"/"+f.Run] = f.Dir
+func (s *Server) folders() map[string]string { return s.walked().byRun }
+
+// consoles are the console logs of a run folder's boots by boot index,
+// as paths below /runs/, read from its results.json once as long as the
+// file stays the same size and age (the level page names them).
+func (s *Server) consoles(dir string) map[int]string {
+	fi, err := s.root.Stat(path.Join(dir, runfolder.ResultsFile))
+	if err != nil {
+		return nil
+	}
+	s.wmu.Lock()
+	c, ok := s.consoleCache[dir]
+	s.wmu.Unlock()
+	if ok && c.size == fi.Size() && c.mod.Equal(fi.ModTime()) {
+		return c.logs
+	}
+	run, err := s.loadRun(dir)
+	if err != nil {
+		return nil
+	}
+	logs := map[int]string{}
+	for _, b := range run.Boots {
+		if b.Console != "" {
+			logs[b.Index] = "/runs/" + path.Join(dir, b.Console)
 		}
 	}
-	return m
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if len(s.consoleCache) >= maxConsoleRuns {
+		clear(s.consoleCache)
+	}
+	s.consoleCache[dir] = consoleLogs{size: fi.Size(), mod: fi.ModTime(), logs: logs}
+	return logs
+}
+
+// maxConsoleRuns is how many runs' console logs the level page keeps.
+const maxConsoleRuns = 64
+
+type consoleLogs struct {
+	size int64
+	mod  time.Time
+	logs map[int]string
 }
 
 // cleanRel checks a path a request names inside the results folder: no

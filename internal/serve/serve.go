@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"lab/internal/history"
 	"lab/internal/historyreport"
@@ -40,7 +42,14 @@ type Options struct {
 	MinPct    float64 // lab history detect's --min-pct
 	Generator string  // lab's version, in the pages' footers
 	Log       *log.Logger
+	// Refresh is how often the dashboard asks whether the history
+	// changed (a track or a watch writing), reloading itself when it did;
+	// 0 is DefaultRefresh.
+	Refresh time.Duration
 }
+
+// DefaultRefresh is how often a dashboard asks for news by default.
+const DefaultRefresh = 10 * time.Second
 
 // Server serves one history and one results folder.
 type Server struct {
@@ -55,19 +64,26 @@ type Server struct {
 	bgCtx    context.Context
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
+
+	wmu          sync.Mutex // guards the results folder's walk and consoles
+	walk         *walked
+	consoleCache map[string]consoleLogs
 }
 
-// analysis is the history read once: its lines by id.
+// analysis is the history read once: its lines by id, and the dashboard
+// made of them.
 type analysis struct {
 	hist *historyreport.History
 	byID map[string]*lines.Line
+	dash *dashboard
+	gen  string // the history's generation it was read at
 	// stale: the history has new boots or culprits since; a new analysis
 	// is being read.
 	stale bool
 }
 
-func newAnalysis(h *historyreport.History) *analysis {
-	a := &analysis{hist: h, byID: map[string]*lines.Line{}}
+func newAnalysis(h *historyreport.History, gen history.Generation) *analysis {
+	a := &analysis{hist: h, byID: map[string]*lines.Line{}, dash: newDashboard(h.History), gen: fmt.Sprintf("%s/%d", gen.Measured, gen.Annotated)}
 	for i := range h.Lines {
 		a.byID[LineID(h.Lines[i].Key)] = &h.Lines[i]
 	}
@@ -82,7 +98,10 @@ func New(opt Options) (*Server, error) {
 	if opt.Log == nil {
 		opt.Log = log.New(io.Discard, "", 0)
 	}
-	s := &Server{opt: opt, mux: http.NewServeMux()}
+	if opt.Refresh <= 0 {
+		opt.Refresh = DefaultRefresh
+	}
+	s := &Server{opt: opt, mux: http.NewServeMux(), consoleCache: map[string]consoleLogs{}}
 	var bg context.Context
 	bg, s.stop = context.WithCancel(context.Background())
 	s.bgCtx = bg
@@ -119,6 +138,24 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs/{path...}", s.runPath)
 	s.mux.HandleFunc("GET /compare", s.compare)
 	s.mux.HandleFunc("GET /watch", s.watch)
+	s.mux.HandleFunc("GET /generation", s.generation)
+}
+
+// generation says which analysis of the history the pages show, and
+// whether a newer one is being read: the dashboard asks it every
+// RefreshMS and reloads itself when it changed.
+func (s *Server) generation(w http.ResponseWriter, r *http.Request) {
+	a, err := s.history(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(struct {
+		Generation string `json:"generation"`
+		Stale      bool   `json:"stale"`
+	}{a.gen, a.stale})
 }
 
 // ServeHTTP checks what every request must be before it is routed, and
@@ -126,7 +163,7 @@ func (s *Server) routes() {
 // elsewhere, no sniffing a console log into a page.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	if len(r.RequestURI) > MaxURL {
@@ -205,9 +242,11 @@ func (s *Server) history(ctx context.Context) (*analysis, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.gen, s.analysis = gen, newAnalysis(h)
+		s.gen, s.analysis = gen, newAnalysis(h, gen)
 	case gen.Measured != s.gen.Measured:
 		if !s.loading {
+			// A run that added boots may have added its folder too.
+			s.forgetWalk()
 			s.loading = true
 			s.bg.Add(1)
 			go s.reload()
@@ -221,7 +260,8 @@ func (s *Server) history(ctx context.Context) (*analysis, error) {
 			return nil, err
 		}
 		h := &historyreport.History{History: s.analysis.hist.WithAnnotations(notes)}
-		s.gen.Annotated, s.analysis = gen.Annotated, newAnalysis(h)
+		s.gen.Annotated = gen.Annotated
+		s.analysis = newAnalysis(h, s.gen)
 	}
 	return s.analysis, nil
 }
@@ -244,7 +284,7 @@ func (s *Server) reload() {
 		}
 		return
 	}
-	s.gen, s.analysis = gen, newAnalysis(h)
+	s.gen, s.analysis = gen, newAnalysis(h, gen)
 }
 
 // LineID names a line in a URL: a digest of its key, stable across

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -372,4 +374,50 @@ func TestNewBootsReadInTheBackground(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Error("the new boots were never read")
+}
+
+// The dashboard lists the lines with a change point first, folds the
+// others by group, narrows them by each filter, and tells a page whether
+// the history changed since it was drawn.
+func TestDashboard(t *testing.T) {
+	s := exampleHistory(t, "")
+	ts := start(t, s, token)
+	_, all := get(t, ts.URL+"/")
+	for _, want := range []string{`<form id="filters"`, `<select name="lab">`, `<select name="method">`, "<details class=\"group\">",
+		`<svg class="spark"`, `fetch("/generation")`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the dashboard lacks %q", want)
+		}
+	}
+	if c, d := strings.Index(all, `id="changes"`), strings.Index(all, "Lines without a change point"); c < 0 || d < c {
+		t.Errorf("the change points do not come first (%d, %d)", c, d)
+	}
+	l, _ := firstSlower(t, s)
+	for _, tc := range []struct {
+		query string
+		line  bool // the regression's line is listed
+	}{
+		{"?lab=" + url.QueryEscape(l.Key.Lab), true},
+		{"?benchmark=" + url.QueryEscape(l.Key.Benchmark) + "&arch=" + l.Key.Arch, true},
+		{"?lab=" + url.QueryEscape(l.Key.Lab) + "&benchmark=no-such", false},
+	} {
+		code, page := get(t, ts.URL+"/"+tc.query)
+		if code != 200 {
+			t.Fatalf("%s: %d", tc.query, code)
+		}
+		if got := strings.Contains(page, `href="/lines/`+LineID(l.Key)+`"`); got != tc.line {
+			t.Errorf("%s: the regression's line listed %v, want %v", tc.query, got, tc.line)
+		}
+		if !tc.line && !strings.Contains(page, "0 lines of ") {
+			t.Errorf("%s: no line matches, and the page does not say so", tc.query)
+		}
+	}
+	var g struct {
+		Generation string `json:"generation"`
+		Stale      bool   `json:"stale"`
+	}
+	_, body := get(t, ts.URL+"/generation")
+	if err := json.Unmarshal([]byte(body), &g); err != nil || g.Generation == "" || g.Stale || !strings.Contains(all, strconv.Quote(g.Generation)) {
+		t.Errorf("/generation %q (%v): the page was drawn at another", body, err)
+	}
 }
