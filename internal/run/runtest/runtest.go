@@ -248,6 +248,11 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 // on both arches (x86_64 on the way back to user mode, arm64 from
 // do_notify_resume), under which the handler chain runs; the user-mode
 // loop's samples have no kernel stack.
+//
+// How many samples a guest takes depends on the host: a TCG vCPU that the
+// host does not run misses its cpu-clock ticks (a 2-vCPU guest beside the
+// suite's builds took 87, alone some 400), so the check asks for enough
+// samples to tell those shares, not a count a quiet host gives.
 func checkSampledProfiles(t testing.TB, saved *results.Run) {
 	t.Helper()
 	for _, v := range []variant.Variant{variant.Baseline, variant.Patched} {
@@ -263,7 +268,7 @@ func checkSampledProfiles(t testing.TB, saved *results.Run) {
 				children[f.Name] = f.Children
 			}
 			switch {
-			case res.Samples < 100 || res.Ops == 0 || res.Event != "cpu-clock" || res.Hz != run.StackHz:
+			case res.Samples < minStackSamples || res.Ops == 0 || res.Event != "cpu-clock" || res.Hz != run.StackHz:
 				t.Errorf("%s %s p=%d: %d samples of %q at %d Hz over %d operations", v, res.Benchmark, res.Producers, res.Samples, res.Event, res.Hz, res.Ops)
 			case res.Benchmark == "uprobe-nop" && children["uprobe_notify_resume"] < res.Samples/10:
 				t.Errorf("%s uprobe-nop p=%d: uprobe_notify_resume in %d of %d samples: %+v", v, res.Producers, children["uprobe_notify_resume"], res.Samples, res.Functions)
@@ -273,6 +278,10 @@ func checkSampledProfiles(t testing.TB, saved *results.Run) {
 		}
 	}
 }
+
+// minStackSamples is the fewest samples a sampled profile of a test run
+// must have: enough to see a path in a tenth of them.
+const minStackSamples = 30
 
 // Build builds (or finds in the cache) a lab's kernels and initramfs as
 // lab build does, with no boot.
