@@ -39,19 +39,7 @@ func TestBrowser(t *testing.T) {
 		t.Run(db.name, func(t *testing.T) {
 			s := exampleHistory(t, db.where(t))
 			ts := start(t, s, token)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-				chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-gpu", true))
-			actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-			defer cancelAlloc()
-			bctx, cancelBrowser := chromedp.NewContext(actx)
-			defer cancelBrowser()
-			// The first action starts the browser, bound to the context it
-			// is given: this one, not a step's shorter one.
-			if err := chromedp.Do(bctx); err != nil {
-				t.Fatalf("start %s: %v", browser, err)
-			}
+			bctx := chromium(t, browser)
 			browse(t, bctx, ts.URL, db.name)
 			annotateInBrowser(t, bctx, s)
 			compareInBrowser(t, bctx, ts.URL)

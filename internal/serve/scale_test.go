@@ -171,6 +171,8 @@ func chromium(t *testing.T, browser string) context.Context {
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(cancelBrowser)
+	// The first action starts the browser, bound to the context it is
+	// given: this one, not a step's shorter one.
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start %s: %v", browser, err)
 	}
