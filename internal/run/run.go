@@ -168,32 +168,12 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 	if err := env.Check(lab, opt); err != nil {
 		return nil, "", err
 	}
-	id := time.Now().UTC().Format("20060102-150405")
-	switch {
-	case opt.BuildOnly:
-		id = "build-" + id
-	case opt.Shard.N >= 1:
-		// --shard K/N given: a shard of a planned run, even of one
-		// (lab submit slurm --shards 1), which lab merge takes.
-		id += fmt.Sprintf("-shard%d-of-%d", opt.Shard.K, opt.Shard.N)
-	}
-	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), id)
+	folder, id, err := runfolder.New(filepath.Join(opt.ResultsDir, lab.Name), runID(opt))
 	if err != nil {
 		return nil, "", err
 	}
 	r.dir = folder.Dir
-	kind := results.KindRun
-	if opt.BuildOnly {
-		kind = results.KindBuild
-	}
-	r.run = &results.Run{Kind: kind,
-		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
-		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Host: hostInfo(host),
-		Claims: testbed.RecordClaims(lab.Claims),
-	}
-	if data, err := os.ReadFile(lab.Path); err == nil {
-		r.run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
-	}
+	r.run = newRecord(opt, id, host)
 	if opt.SaveLab {
 		if err := r.saveLab(); err != nil {
 			return r.run, r.dir, err
@@ -222,6 +202,40 @@ func runImpl(ctx context.Context, opt Options, host testbed.Host, env Env) (*res
 		err = werr
 	}
 	return r.run, r.dir, err
+}
+
+// runID names a run's folder: when it started, marked as a build or as a
+// shard of a planned run.
+func runID(opt Options) string {
+	id := time.Now().UTC().Format("20060102-150405")
+	switch {
+	case opt.BuildOnly:
+		id = "build-" + id
+	case opt.Shard.N >= 1:
+		// --shard K/N given: a shard of a planned run, even of one
+		// (lab submit slurm --shards 1), which lab merge takes.
+		id += fmt.Sprintf("-shard%d-of-%d", opt.Shard.K, opt.Shard.N)
+	}
+	return id
+}
+
+// newRecord is a run's record as it starts: the lab and its file's digest,
+// the command, the matrix, the host and the claims.
+func newRecord(opt Options, id string, host testbed.Host) *results.Run {
+	lab := opt.Lab
+	kind := results.KindRun
+	if opt.BuildOnly {
+		kind = results.KindBuild
+	}
+	run := &results.Run{Kind: kind,
+		Lab: lab.Name, LabFile: lab.Path, RunID: id, LabVersion: version.Lab(opt.ModuleRoot),
+		Command: opt.Command, Started: time.Now().UTC(), Matrix: testbed.RecordMatrix(lab.Matrix), Host: hostInfo(host),
+		Claims: testbed.RecordClaims(lab.Claims),
+	}
+	if data, err := os.ReadFile(lab.Path); err == nil {
+		run.LabSHA256 = fmt.Sprintf("%x", sha256.Sum256(data))
+	}
+	return run
 }
 
 // shapeBoots are each shape's boots per kernel: as planned on this host, or
