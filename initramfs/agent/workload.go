@@ -27,7 +27,7 @@ func workloadBench(res *protocol.Result, b benchmark.Benchmark, p int, job proto
 	if _, err := os.Stat(argv[0]); err != nil {
 		return fmt.Errorf("%s is not in the initramfs (package %s): %w", argv[0], b.Program.Package, err)
 	}
-	if err := os.MkdirAll("/tmp", 0o1777); err != nil {
+	if err := os.MkdirAll("/tmp", 0o777|os.ModeSticky); err != nil {
 		return err
 	}
 	once := func() (protocol.Sample, error) {

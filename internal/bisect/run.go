@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
-	"lab/internal/benchmark"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/runfolder"
@@ -225,7 +224,7 @@ func (b *bisector) do(ctx context.Context) error {
 func (b *bisector) searchMode() Mode {
 	mode := Mode{ICount: b.plan.Clock == results.ClockICount, Sample: b.plan.Job.Sample(), MaxBoots: b.opt.MaxBoots, Parallel: b.workers()}
 	if b.fig != nil {
-		mode.BenchmarkFloorPct = benchmark.ICountFloorPct(b.fig.Benchmark)
+		mode.Benchmark = b.fig.Benchmark
 	}
 	// Under icount one image gives one figure (docs/validation.md): the
 	// figures of the ends queued from before this bisect (the history's)

@@ -59,9 +59,9 @@ type Mode struct {
 	// Sample is the agent's sample length under icount (0: a second):
 	// shorter samples widen the least floor (verdict.MinICountFloorPctFor).
 	Sample time.Duration
-	// BenchmarkFloorPct is the followed benchmark's own least icount
-	// floor (benchmark.ICountFloorPct), 0 when the sample's holds.
-	BenchmarkFloorPct float64
+	// Benchmark is the followed figure's benchmark: its own least icount
+	// floor holds where it needs more than the sample's (a workload's).
+	Benchmark string
 	// MinBoots per step and per end under the wall clock (the U test
 	// cannot reach 0.05 with fewer than 4), doubled while a step is
 	// unclear, up to MaxBoots.
@@ -457,7 +457,7 @@ func (s *search) floor() float64 {
 		}
 		controls = append(controls, variant.Pair[stats.Summary]{Baseline: stats.Summarize(g), Patched: stats.Summarize(b)})
 	}
-	s.res.MinFloor = max(verdict.MinICountFloorPctFor(s.mode.Sample), s.mode.BenchmarkFloorPct)
+	s.res.MinFloor = verdict.MinICountFloorPctOf(s.mode.Sample, s.mode.Benchmark)
 	return verdict.ICountFloor(s.res.MinFloor, controls, stats.Summarize(s.res.Steps[0].Values()), stats.Summarize(s.res.Steps[s.n].Values()))
 }
 

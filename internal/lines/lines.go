@@ -250,7 +250,7 @@ func detectOptions(k history.LineKey, minPct float64) changepoint.Options {
 	case k.Clock == history.ClockICount:
 		o = changepoint.ICount()
 		// The floor a verdict has for this method's sample length.
-		o.MinPct = max(verdict.MinICountFloorPctFor(protocol.MethodSample(k.Method)), benchmark.ICountFloorPct(k.Benchmark))
+		o.MinPct = verdict.MinICountFloorPctOf(protocol.MethodSample(k.Method), k.Benchmark)
 	}
 	if minPct >= 0 {
 		o.MinPct = minPct

@@ -399,12 +399,15 @@ func (r *Runner) initramfs(ctx context.Context, a arch.Arch, files []initramfs.F
 func (r *Runner) workloadFiles(ctx context.Context, a arch.Arch) ([]initramfs.File, []results.Program, error) {
 	var files []initramfs.File
 	var programs []results.Program
-	seen := map[string]bool{}
+	// Workloads share programs (stress-ng) and programs share libraries:
+	// each goes in once.
+	seen, inImage := map[string]bool{}, map[string]bool{}
 	for _, name := range r.lab.Matrix.Benchmarks {
 		b, ok := benchmark.Lookup(name)
 		if !ok || b.Program == nil || b.UnsupportedOn(a.Name) != "" || seen[b.Program.Path] {
 			continue
 		}
+		seen[b.Program.Path] = true
 		root, version, err := r.programRoot(ctx, a, b.Program.Package)
 		if err != nil {
 			return nil, nil, fmt.Errorf("workload %s on %s: %w", name, a.Name, err)
@@ -414,8 +417,8 @@ func (r *Runner) workloadFiles(ctx context.Context, a arch.Arch) ([]initramfs.Fi
 			return nil, nil, fmt.Errorf("workload %s: %w (Debian's %s package has it: ./scripts/install-deps --workloads)", name, err, b.Program.Package)
 		}
 		for _, f := range pf {
-			if !seen["/"+f.Guest] {
-				seen["/"+f.Guest] = true
+			if !inImage[f.Guest] {
+				inImage[f.Guest] = true
 				files = append(files, f)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"lab/internal/benchmark"
 	"lab/internal/stats"
 	"lab/internal/variant"
 )
@@ -41,6 +42,15 @@ func MinICountFloorPctFor(sample time.Duration) float64 {
 		return MinICountFloorPct
 	}
 	return MinICountFloorPct * float64(time.Second) / float64(sample)
+}
+
+// MinICountFloorPctOf is the least icount floor of one benchmark's figure
+// from samples this long: the sample length's, or the benchmark's own
+// where it needs more (a workload of several processes,
+// benchmark.ICountFloorPct). Verdicts, bisects and the history's change
+// points all take it from here.
+func MinICountFloorPctOf(sample time.Duration, name string) float64 {
+	return max(MinICountFloorPctFor(sample), benchmark.ICountFloorPct(name))
 }
 
 // ICountFloor is the smallest change, in percent, an icount comparison

@@ -25,3 +25,22 @@ func TestMinICountFloorPctFor(t *testing.T) {
 		}
 	}
 }
+
+// A workload's own floor holds where it is wider than its samples'; a
+// probe benchmark keeps the samples'.
+func TestMinICountFloorPctOf(t *testing.T) {
+	for _, tc := range []struct {
+		sample time.Duration
+		name   string
+		want   float64
+	}{
+		{250 * time.Millisecond, "uprobe-nop", 0.04},
+		{250 * time.Millisecond, "stress-futex", 5},
+		{time.Second, "stress-mmap", 0.7},
+		{10 * time.Millisecond, "stress-pipe", 1},
+	} {
+		if got := MinICountFloorPctOf(tc.sample, tc.name); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s at %v: %.3f %%, want %.3f %%", tc.name, tc.sample, got, tc.want)
+		}
+	}
+}

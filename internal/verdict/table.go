@@ -440,7 +440,8 @@ func (t *Table) finish(driftFloor bool) {
 			res := t.ResolutionPct(*r)
 			floor := math.Max(t.FloorPct, res)
 			if t.Shape.ICount() {
-				floor = math.Max(floor, benchmark.ICountFloorPct(r.Benchmark))
+				// A benchmark's own floor, where it needs more than the table's.
+				floor = math.Max(floor, MinICountFloorPctOf(t.Sample, r.Benchmark))
 			}
 			switch {
 			case t.Shape.ICount() && r.Agent():
