@@ -270,13 +270,23 @@ func checkSampledProfiles(t testing.TB, saved *results.Run) {
 			switch {
 			case res.Samples < minStackSamples || res.Ops == 0 || res.Event != "cpu-clock" || res.Hz != run.StackHz:
 				t.Errorf("%s %s p=%d: %d samples of %q at %d Hz over %d operations", v, res.Benchmark, res.Producers, res.Samples, res.Event, res.Hz, res.Ops)
-			case res.Benchmark == "uprobe-nop" && children["uprobe_notify_resume"] < res.Samples/10:
+			case res.Benchmark == "uprobe-nop" && children["uprobe_notify_resume"] < busySamples(res.Samples, children)/10:
 				t.Errorf("%s uprobe-nop p=%d: uprobe_notify_resume in %d of %d samples: %+v", v, res.Producers, children["uprobe_notify_resume"], res.Samples, res.Functions)
 			case res.Benchmark == "usermode-count" && children[insnprof.User] < res.Samples/3:
 				t.Errorf("%s usermode-count p=%d: user mode in %d of %d samples", v, res.Producers, children[insnprof.User], res.Samples)
 			}
 		}
 	}
+}
+
+// busySamples is how many of a profile's samples caught a vCPU at work:
+// one producer on a 2-vCPU guest leaves a vCPU idle, and how many of its
+// ticks a TCG host delivers depends on the host's load (an arm64 guest
+// beside the suite's builds: 117 of 242 samples in default_idle_call, the
+// uprobe path in 21, a tenth of all but a sixth of the busy ones).
+func busySamples(samples uint64, children map[string]uint64) uint64 {
+	idle := max(children["do_idle"], children["default_idle_call"])
+	return samples - min(idle, samples)
 }
 
 // minStackSamples is the fewest samples a sampled profile of a test run
