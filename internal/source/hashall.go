@@ -12,57 +12,62 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
 	"lab/internal/gitcmd"
 )
 
-// storeObjects writes every regular file below dir (but .git and
-// .lab-lock) into the repository's object store, split by size over one
-// git fast-import per core, each writing one pack. git add alone deflates
-// the tree's 1.4 GB on one core; after this it finds each object stored
-// and only hashes the file again. Not git hash-object -w: it writes each
-// of the 86,000 blobs as a file of its own, and creating them took most of
-// its time (58 s, 75 s of it in the kernel, against 12 s for two packs,
-// here in one hour). fast-import's deltas are off (--depth=0): it tries
-// each blob against the one before it in the stream, unrelated here, and
-// that doubled its CPU time. Symbolic links are left to git add, which
-// stores their target, not the file they point to.
-func storeObjects(ctx context.Context, git *gitcmd.Git, dir string) error {
-	type file struct {
-		path string
-		size int64
-	}
-	var files []file
+// storeObjects writes every regular file and symbolic link below dir (but
+// .git and .lab-lock) into the repository's object store, split by size
+// over one git fast-import per core, each writing one pack, and returns
+// each file's index entry (writeIndex): git add deflated the tree's 1.4 GB
+// on one core, and then hashed it all again. Not git hash-object -w: it
+// writes each of the 86,000 blobs as a file of its own, and creating them
+// took most of its time (58 s, 75 s of it in the kernel, against 12 s for
+// two packs, here in one hour). fast-import's deltas are off (--depth=0):
+// it tries each blob against the one before it in the stream, unrelated
+// here, and that doubled its CPU time. A symbolic link's blob is its
+// target, as git stores it, not the file it points to.
+func storeObjects(ctx context.Context, git *gitcmd.Git, dir string) ([]indexEntry, error) {
+	var files []indexEntry
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
 		case d.IsDir() && path == filepath.Join(dir, ".git"):
 			return filepath.SkipDir
-		case !d.Type().IsRegular() || d.Name() == ".lab-lock" && filepath.Dir(path) == dir:
+		case !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 || d.Name() == ".lab-lock" && filepath.Dir(path) == dir:
 			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("no stat data for %s", path)
+		}
 		rel, _ := filepath.Rel(dir, path)
-		files = append(files, file{rel, info.Size()})
+		files = append(files, indexEntry{path: rel, mode: gitMode(st.Mode), st: *st})
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list %s: %w", dir, err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	// Largest first, each to the lightest share: the shares end together.
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(b.size, a.size) })
-	shares := make([][]string, runtime.NumCPU())
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(files[b].st.Size, files[a].st.Size) })
+	shares := make([][]*indexEntry, runtime.NumCPU())
 	load := make([]int64, len(shares))
-	for _, f := range files {
-		i := slices.Index(load, slices.Min(load))
-		shares[i] = append(shares[i], f.path)
-		load[i] += f.size
+	for _, i := range order {
+		k := slices.Index(load, slices.Min(load))
+		shares[k] = append(shares[k], &files[i])
+		load[k] += files[i].st.Size
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, share := range shares {
@@ -71,13 +76,17 @@ func storeObjects(ctx context.Context, git *gitcmd.Git, dir string) error {
 		}
 		g.Go(func() error { return fastImport(ctx, git, dir, share) })
 	}
-	return g.Wait()
+	return files, g.Wait()
 }
 
 // fastImport stores the files at paths (relative to dir) as blobs in one
-// pack, deflated at zlib's fastest level (see extract).
-func fastImport(ctx context.Context, git *gitcmd.Git, dir string, paths []string) error {
-	cmd := git.Command(ctx, "-c", "pack.compression=1", "fast-import", "--quiet", "--depth=0")
+// pack, not deflated (pack.compression=0): zlib, even at its fastest level,
+// was most of the import's CPU (93 against 1,089 MB/s at level 0 for
+// drivers/net here; 1.4 GB to store), on the fresh machine's path to its
+// first kernel, for a pack a quarter the size. The cache holds the
+// extracted tree anyway; the pack adds 1.4 GB instead of 0.4.
+func fastImport(ctx context.Context, git *gitcmd.Git, dir string, files []*indexEntry) error {
+	cmd := git.Command(ctx, "-c", "pack.compression=0", "fast-import", "--quiet", "--depth=0")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -87,7 +96,7 @@ func fastImport(ctx context.Context, git *gitcmd.Git, dir string, paths []string
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("git fast-import in %s: %w", dir, err)
 	}
-	werr := writeBlobs(stdin, dir, paths)
+	werr := writeBlobs(stdin, dir, files)
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("git fast-import in %s: %w: %s", dir, err, bytes.TrimSpace(stderr.Bytes()))
@@ -95,14 +104,24 @@ func fastImport(ctx context.Context, git *gitcmd.Git, dir string, paths []string
 	return werr
 }
 
-// writeBlobs writes a fast-import stream of one blob per file.
-func writeBlobs(w io.Writer, dir string, paths []string) error {
+// writeBlobs writes a fast-import stream of one blob per file, a symbolic
+// link's being its target as git stores it, and names each file's blob.
+func writeBlobs(w io.Writer, dir string, files []*indexEntry) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	for _, p := range paths {
-		data, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			return fmt.Errorf("store %s: %w", p, err)
+	for _, f := range files {
+		var data []byte
+		var err error
+		if f.mode == 0o120000 {
+			var target string
+			target, err = os.Readlink(filepath.Join(dir, f.path))
+			data = []byte(target)
+		} else {
+			data, err = os.ReadFile(filepath.Join(dir, f.path))
 		}
+		if err != nil {
+			return fmt.Errorf("store %s: %w", f.path, err)
+		}
+		f.oid = blobID(data)
 		fmt.Fprintf(bw, "blob\ndata %d\n", len(data))
 		bw.Write(data)
 		if err := bw.WriteByte('\n'); err != nil {

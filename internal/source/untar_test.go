@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,20 @@ func TestImportIsGitAddOfTheFiles(t *testing.T) {
 			if st, _ := tree.git.Output(context.Background(), "status", "--porcelain", "--ignored"); st != "" && !strings.Contains(st, ".lab-lock") {
 				t.Errorf("work tree differs from the import:\n%s", st)
 			}
+			// The index knows every file unchanged from its stat data: a
+			// checkout rewrites none (a file rewritten is a newer one,
+			// and make would rebuild everything that depends on it).
+			if out, _ := tree.git.Output(context.Background(), "diff-files", "--name-only"); out != "" {
+				t.Errorf("files git must read to tell unchanged:\n%s", out)
+			}
+			uprobes := filepath.Join(tree.Dir, "kernel", "events", "uprobes.c")
+			before, _ := os.Stat(uprobes)
+			if err := tree.Checkout(context.Background(), tree.BaseHash); err != nil {
+				t.Fatal(err)
+			}
+			if after, err := os.Stat(uprobes); err != nil || !after.ModTime().Equal(before.ModTime()) {
+				t.Errorf("checkout of the import rewrote %s (%v)", uprobes, err)
+			}
 		})
 	}
 }
@@ -93,8 +108,9 @@ func gitAddTree(t *testing.T, dir string) string {
 	return tree
 }
 
-// storeObjects writes each regular file's blob, on every core, and nothing
-// for the lock file or a symbolic link's target.
+// storeObjects writes each regular file's blob, on every core, a symbolic
+// link's as git add would (its target path), and nothing for the lock
+// file; each entry names the blob git hash-object names.
 func TestStoreObjects(t *testing.T) {
 	dir := t.TempDir()
 	git := &gitcmd.Git{Dir: dir}
@@ -111,25 +127,52 @@ func TestStoreObjects(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, ".lab-lock"), []byte("lock only\n"), 0o644)
 	os.Symlink("kernel/a.c", filepath.Join(dir, "link"))
-	if err := storeObjects(ctx, git, dir); err != nil {
+	entries, err := storeObjects(ctx, git, dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	stored := func(body string) bool {
+	hash := func(body string) string {
 		cmd := git.Command(ctx, "hash-object", "--stdin")
 		cmd.Stdin = strings.NewReader(body)
 		h, err := cmd.Output()
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = git.Run(ctx, "cat-file", "-e", strings.TrimSpace(string(h)))
+		return strings.TrimSpace(string(h))
+	}
+	stored := func(body string) bool {
+		_, err := git.Run(ctx, "cat-file", "-e", hash(body))
 		return err == nil
 	}
+	files["link"] = "kernel/a.c"
 	for name, body := range files {
 		if !stored(body) {
 			t.Errorf("%s was not stored", name)
 		}
 	}
-	if stored("lock only\n") || stored("kernel/a.c") {
-		t.Error("the lock file or the link's target path was stored")
+	if stored("lock only\n") {
+		t.Error("the lock file was stored")
+	}
+	if len(entries) != len(files) {
+		t.Errorf("%d entries, want %d: %+v", len(entries), len(files), entries)
+	}
+	for _, e := range entries {
+		if body, ok := files[e.path]; !ok || fmt.Sprintf("%x", e.oid) != hash(body) {
+			t.Errorf("entry %s: blob %x", e.path, e.oid)
+		}
+		if want := map[bool]uint32{true: 0o120000, false: 0o100644}[e.path == "link"]; e.mode != want {
+			t.Errorf("entry %s: mode %o, want %o", e.path, e.mode, want)
+		}
+	}
+	// As the index, the entries' stat data tell git every file unchanged
+	// without reading it: diff-files compares stat data alone.
+	if err := writeIndex(filepath.Join(dir, ".git", "index"), entries); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := git.Output(ctx, "diff-files", "--name-only"); err != nil || out != "" {
+		t.Errorf("git diff-files (%v): files whose stat data differ from the index:\n%s", err, out)
+	}
+	if out, err := git.Output(ctx, "ls-files", "--others"); err != nil || out != ".lab-lock" {
+		t.Errorf("files the index lacks (%v):\n%s", err, out)
 	}
 }
