@@ -246,8 +246,8 @@ func CheckRun(t testing.TB, res *results.Run, dir, archName string) {
 // sampled kernel stacks in one more sample of each result, and lab named
 // them by the kernel's System.map. A uprobe hit runs uprobe_notify_resume
 // on both arches (x86_64 on the way back to user mode, arm64 from
-// do_notify_resume), under which the handler chain runs; the user-mode
-// loop's samples have no kernel stack.
+// do_notify_resume), under which the handler chain runs (hitPathSamples);
+// the user-mode loop's samples have no kernel stack.
 //
 // How many samples a guest takes depends on the host: a TCG vCPU that the
 // host does not run misses its cpu-clock ticks (a 2-vCPU guest beside the
@@ -270,13 +270,31 @@ func checkSampledProfiles(t testing.TB, saved *results.Run) {
 			switch {
 			case res.Samples < minStackSamples || res.Ops == 0 || res.Event != "cpu-clock" || res.Hz != run.StackHz:
 				t.Errorf("%s %s p=%d: %d samples of %q at %d Hz over %d operations", v, res.Benchmark, res.Producers, res.Samples, res.Event, res.Hz, res.Ops)
-			case res.Benchmark == "uprobe-nop" && children["uprobe_notify_resume"] < busySamples(res.Samples, children)/10:
-				t.Errorf("%s uprobe-nop p=%d: uprobe_notify_resume in %d of %d samples: %+v", v, res.Producers, children["uprobe_notify_resume"], res.Samples, res.Functions)
+			case res.Benchmark == "uprobe-nop" && hitPathSamples(children) < busySamples(res.Samples, children)/10:
+				t.Errorf("%s uprobe-nop p=%d: the uprobe hit path in %d of %d samples: %+v", v, res.Producers, hitPathSamples(children), res.Samples, res.Functions)
 			case res.Benchmark == "usermode-count" && children[insnprof.User] < res.Samples/3:
 				t.Errorf("%s usermode-count p=%d: user mode in %d of %d samples", v, res.Producers, children[insnprof.User], res.Samples)
 			}
 		}
 	}
+}
+
+// hitPathSamples is how many samples a uprobe hit's path holds, by the
+// function of it that holds the most. Where in the path a cpu-clock sample
+// lands depends on the host: the timer that takes it fires where the
+// guest enables interrupts again, so a loaded host piles samples at the
+// exception's exit (x86_64 beside the suite's builds: 69 of 78 under
+// asm_exc_int3, 64 in irqentry_exit_to_user_mode itself, 4 under
+// uprobe_notify_resume; arm64: el0_softstp 26, el0_brk64 23 and
+// uprobe_notify_resume 21 of 125 busy). The path is the breakpoint's
+// exception (x86_64's int3; arm64's BRK, then its single step) and the
+// work on the way back to user mode.
+func hitPathSamples(children map[string]uint64) uint64 {
+	var most uint64
+	for _, f := range []string{"uprobe_notify_resume", "asm_exc_int3", "el0_brk64", "el0_softstp"} {
+		most = max(most, children[f])
+	}
+	return most
 }
 
 // busySamples is how many of a profile's samples caught a vCPU at work:
