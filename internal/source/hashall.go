@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sync/errgroup"
@@ -132,4 +133,62 @@ func writeBlobs(w io.Writer, dir string, files []*indexEntry) error {
 		return fmt.Errorf("git fast-import: %w", err)
 	}
 	return nil
+}
+
+// commitEntries makes the commit of entries (their blobs stored) on the
+// branch HEAD names, with one more git fast-import: it writes the ~5,000
+// trees into a pack of its own, where git commit wrote each as a file of
+// its own (2.7–3.3 s here, on a file system slow to create files, against
+// the pack's fraction of that). The commit is the one git commit made of
+// the same index: author and committer lab at 1970-01-01 (gitcmd's), the
+// message with its newline.
+func commitEntries(ctx context.Context, git *gitcmd.Git, message string, entries []indexEntry) error {
+	branch, err := git.Output(ctx, "symbolic-ref", "HEAD")
+	if err != nil {
+		return err
+	}
+	cmd := git.Command(ctx, "fast-import", "--quiet")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git fast-import: %w", err)
+	}
+	bw := bufio.NewWriterSize(stdin, 1<<20)
+	fmt.Fprintf(bw, "commit %s\nauthor lab <lab@localhost> 0 +0000\ncommitter lab <lab@localhost> 0 +0000\ndata %d\n%s\n", branch, len(message)+1, message)
+	for _, e := range entries {
+		fmt.Fprintf(bw, "M %o %x %s\n", e.mode, e.oid, fastImportPath(e.path))
+	}
+	werr := bw.Flush()
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git fast-import: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return werr
+}
+
+// fastImportPath is path as fast-import reads it: C-quoted where it must
+// be (a leading double quote, a newline), as is otherwise.
+func fastImportPath(path string) string {
+	if !strings.HasPrefix(path, `"`) && !strings.Contains(path, "\n") {
+		return path
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -177,12 +177,13 @@ func (t *Tree) extract(ctx context.Context, tarball string, extracted []func(dir
 	if err != nil {
 		return fmt.Errorf("import %s: %w", tarball, err)
 	}
-	// The index git add -f -A would make (-f: Debian's .gitignore ignores
-	// every top-level path), without hashing the tree a second time.
-	if err := writeIndex(filepath.Join(t.Dir, ".git", "index"), entries); err != nil {
+	// The commit and the index git add -f -A and git commit made (-f:
+	// Debian's .gitignore ignores every top-level path), without hashing
+	// the tree a second time.
+	if err := commitEntries(ctx, t.git, "import "+filepath.Base(tarball), entries); err != nil {
 		return fmt.Errorf("import %s: %w", tarball, err)
 	}
-	if _, err := t.git.Run(ctx, "commit", "-q", "--no-verify", "-m", "import "+filepath.Base(tarball)); err != nil {
+	if err := writeIndex(filepath.Join(t.Dir, ".git", "index"), entries); err != nil {
 		return fmt.Errorf("import %s: %w", tarball, err)
 	}
 	if err := os.WriteFile(filepath.Join(t.Dir, ".git", "info", "exclude"), []byte("/.lab-lock\n"), 0o644); err != nil {
