@@ -87,7 +87,17 @@ func storeObjects(ctx context.Context, git *gitcmd.Git, dir string) ([]indexEntr
 // first kernel, for a pack a quarter the size. The cache holds the
 // extracted tree anyway; the pack adds 1.4 GB instead of 0.4.
 func fastImport(ctx context.Context, git *gitcmd.Git, dir string, files []*indexEntry) error {
-	cmd := git.Command(ctx, "-c", "pack.compression=0", "fast-import", "--quiet", "--depth=0")
+	err := feedFastImport(ctx, git, []string{"-c", "pack.compression=0", "fast-import", "--quiet", "--depth=0"},
+		func(w io.Writer) error { return writeBlobs(w, dir, files) })
+	if err != nil {
+		return fmt.Errorf("store the files of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// feedFastImport runs git with args (a fast-import) and write on its input.
+func feedFastImport(ctx context.Context, git *gitcmd.Git, args []string, write func(io.Writer) error) error {
+	cmd := git.Command(ctx, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -95,12 +105,12 @@ func fastImport(ctx context.Context, git *gitcmd.Git, dir string, files []*index
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git fast-import in %s: %w", dir, err)
+		return fmt.Errorf("git fast-import: %w", err)
 	}
-	werr := writeBlobs(stdin, dir, files)
+	werr := write(stdin)
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("git fast-import in %s: %w: %s", dir, err, bytes.TrimSpace(stderr.Bytes()))
+		return fmt.Errorf("git fast-import: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return werr
 }
@@ -147,27 +157,14 @@ func commitEntries(ctx context.Context, git *gitcmd.Git, message string, entries
 	if err != nil {
 		return err
 	}
-	cmd := git.Command(ctx, "fast-import", "--quiet")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git fast-import: %w", err)
-	}
-	bw := bufio.NewWriterSize(stdin, 1<<20)
-	fmt.Fprintf(bw, "commit %s\nauthor lab <lab@localhost> 0 +0000\ncommitter lab <lab@localhost> 0 +0000\ndata %d\n%s\n", branch, len(message)+1, message)
-	for _, e := range entries {
-		fmt.Fprintf(bw, "M %o %x %s\n", e.mode, e.oid, fastImportPath(e.path))
-	}
-	werr := bw.Flush()
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("git fast-import: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return werr
+	return feedFastImport(ctx, git, []string{"fast-import", "--quiet"}, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		fmt.Fprintf(bw, "commit %s\nauthor lab <lab@localhost> 0 +0000\ncommitter lab <lab@localhost> 0 +0000\ndata %d\n%s\n", branch, len(message)+1, message)
+		for _, e := range entries {
+			fmt.Fprintf(bw, "M %o %x %s\n", e.mode, e.oid, fastImportPath(e.path))
+		}
+		return bw.Flush()
+	})
 }
 
 // fastImportPath is path as fast-import reads it: C-quoted where it must
