@@ -1,8 +1,8 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
@@ -52,18 +52,18 @@ func gitMode(m uint32) uint32 {
 // configure). Each entry carries the file's stat data, so that git sees the
 // work tree unchanged without reading it, as after git add.
 func writeIndex(path string, entries []indexEntry) error {
-	slices.SortFunc(entries, func(a, b indexEntry) int { return bytes.Compare([]byte(a.path), []byte(b.path)) })
+	slices.SortFunc(entries, func(a, b indexEntry) int { return cmp.Compare(a.path, b.path) })
 	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
 	be := binary.BigEndian
 	head := make([]byte, 12)
 	copy(head, "DIRC")
 	be.PutUint32(head[4:], 2)
 	be.PutUint32(head[8:], uint32(len(entries)))
-	w.Write(head)
+	buf.Write(head)
+	var fixed [62]byte
+	var pad [8]byte
 	for _, e := range entries {
-		fixed := make([]byte, 62)
-		for i, v := range []uint32{
+		for i, v := range [...]uint32{
 			uint32(e.st.Ctim.Sec), uint32(e.st.Ctim.Nsec), uint32(e.st.Mtim.Sec), uint32(e.st.Mtim.Nsec),
 			uint32(e.st.Dev), uint32(e.st.Ino), e.mode, e.st.Uid, e.st.Gid, uint32(e.st.Size),
 		} {
@@ -71,12 +71,11 @@ func writeIndex(path string, entries []indexEntry) error {
 		}
 		copy(fixed[40:], e.oid[:])
 		be.PutUint16(fixed[60:], uint16(min(len(e.path), 0xfff)))
-		w.Write(fixed)
-		w.WriteString(e.path)
+		buf.Write(fixed[:])
+		buf.WriteString(e.path)
 		// NUL padding to a multiple of 8 bytes, at least one.
-		w.Write(make([]byte, 8-(62+len(e.path))%8))
+		buf.Write(pad[:8-(62+len(e.path))%8])
 	}
-	w.Flush()
 	sum := sha1.Sum(buf.Bytes())
 	buf.Write(sum[:])
 	// git's own way: a lock file renamed over the index.

@@ -158,10 +158,6 @@ func (t *Tree) extract(ctx context.Context, tarball string, extracted []func(dir
 		// for 147 MB of drivers/net here). The import's own pack is not
 		// compressed at all (fastImport).
 		{"config", "core.looseCompression", "1"},
-		// No automatic gc: a repack would deflate the import's 1.4 GB
-		// pack at zlib's default level, minutes of a core in the middle of
-		// some later run, for disk space alone.
-		{"config", "gc.auto", "0"},
 	} {
 		if _, err := t.git.Run(ctx, args...); err != nil {
 			return fmt.Errorf("import %s: %w", tarball, err)
