@@ -4,7 +4,7 @@ import "testing"
 
 // The uprobe path's share of a sampled profile, on the profiles of loaded
 // hosts that failed the check when it asked uprobe_notify_resume for a
-// tenth of all samples.
+// tenth of all samples; and the user-mode loop's share of the busy ones.
 func TestHitPathShare(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -24,5 +24,17 @@ func TestHitPathShare(t *testing.T) {
 				t.Errorf("path %d of %d busy samples: ok %v, want %v", hitPathSamples(tc.children), busySamples(tc.samples, tc.children), ok, tc.ok)
 			}
 		})
+	}
+}
+
+func TestUserModeShareOfTheBusySamples(t *testing.T) {
+	// One producer on 2 vCPUs: 37 of 115 samples in user mode failed the
+	// check on arm64 (its idle count was not printed; 70 is a stand-in).
+	children := map[string]uint64{"[user]": 37, "default_idle_call": 70}
+	if busy := busySamples(115, children); children["[user]"] < busy/3 {
+		t.Errorf("user mode in 37 of %d busy samples: want at least a third", busy)
+	}
+	if busy := busySamples(115, map[string]uint64{"[user]": 37}); 37 >= busy/3 {
+		t.Errorf("37 of %d samples, none idle: the check should fail", busy)
 	}
 }
