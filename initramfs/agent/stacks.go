@@ -180,9 +180,11 @@ func (st *stackSampler) stack(id int32) ([]uint64, error) {
 	return pcs, nil
 }
 
-// profiled takes one more sample (next) with the stack sampler on: the
-// sampled profile of a benchmark (protocol.Job.StackHz). What goes wrong is
-// said in the profile; the result's measured samples stand without it.
+// profiled takes one more sample (next) with the stack sampler on, and
+// more while the stacks are fewer than protocol.MinStackSamples (up to
+// protocol.MaxStackIntervals in all): the sampled profile of a benchmark
+// (protocol.Job.StackHz). What goes wrong is said in the profile; the
+// result's measured samples stand without it.
 func profiled(hz int, next func() (protocol.Sample, error)) *protocol.StackProfile {
 	sp := &protocol.StackProfile{Event: protocol.StackEvent, Hz: hz}
 	st, err := startStackSampler(hz)
@@ -191,15 +193,54 @@ func profiled(hz int, next func() (protocol.Sample, error)) *protocol.StackProfi
 		return sp
 	}
 	defer st.close()
-	s, err := next()
+	sp.Sample, err = sampleUntil(next, st.taken)
 	st.disable()
 	if err != nil {
 		sp.Error = fmt.Sprintf("the profiled sample: %v", err)
 		return sp
 	}
-	sp.Sample = s
 	if err := st.read(sp); err != nil {
 		sp.Error = fmt.Sprintf("read the stacks: %v", err)
 	}
 	return sp
+}
+
+// sampleUntil takes samples with next until taken() reaches
+// protocol.MinStackSamples or protocol.MaxStackIntervals were taken, and
+// returns them as one: their intervals, hits, calls and producer time
+// summed.
+func sampleUntil(next func() (protocol.Sample, error), taken func() uint64) (protocol.Sample, error) {
+	var sum protocol.Sample
+	for i := 0; i < protocol.MaxStackIntervals; i++ {
+		s, err := next()
+		if err != nil {
+			return sum, err
+		}
+		if i == 0 {
+			sum = s
+		} else {
+			sum.IntervalNS += s.IntervalNS
+			sum.Hits += s.Hits
+			sum.Calls += s.Calls
+			sum.ProducerNS += s.ProducerNS
+		}
+		if taken() >= protocol.MinStackSamples {
+			break
+		}
+	}
+	if sum.IntervalNS > 0 {
+		sum.Rate = float64(sum.Hits) / float64(sum.IntervalNS) * 1e9
+	}
+	return sum, nil
+}
+
+// taken is how many samples the program has counted so far.
+func (st *stackSampler) taken() uint64 {
+	var id int32
+	var n, sum uint64
+	it := st.counts.Iterate()
+	for it.Next(&id, &n) {
+		sum += n
+	}
+	return sum
 }

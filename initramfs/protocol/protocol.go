@@ -49,7 +49,8 @@ type Job struct {
 	// benchmark after the measured ones with a BPF perf_event program
 	// sampling kernel stacks on every CPU at this rate (cpu-clock):
 	// where the time went under KVM or the wall clock, where no
-	// instruction counter runs. That sample is not a measured one.
+	// instruction counter runs. That sample is not a measured one (nor
+	// the few more it takes when it caught under MinStackSamples).
 	StackHz int `json:"k,omitempty"`
 }
 
@@ -260,14 +261,27 @@ func Rate(samples []Sample) float64 {
 // cycles event).
 const StackEvent = "cpu-clock"
 
+// MinStackSamples is how many stack samples a sampled profile takes at
+// least, when MaxStackIntervals of a benchmark's sample length allow: a
+// TCG vCPU that the host does not run misses its cpu-clock ticks, and a
+// 250 ms interval of a 2-vCPU guest beside other work took 12 samples,
+// too few to tell a path's share.
+const MinStackSamples = 100
+
+// MaxStackIntervals bounds how many sample lengths a sampled profile may
+// take to reach MinStackSamples.
+const MaxStackIntervals = 5
+
 // StackProfile is what a perf_event BPF program saw in one sample of a
-// benchmark (Job.StackHz): the kernel stack of each sample it took on
-// every CPU, counted by stack.
+// benchmark (Job.StackHz), or in several back to back when one took fewer
+// than MinStackSamples: the kernel stack of each sample it took on every
+// CPU, counted by stack.
 type StackProfile struct {
 	Event string `json:"event"` // StackEvent
 	Hz    int    `json:"hz"`    // samples a second, per CPU
-	// Sample is the profiled interval itself, measured as any other: its
-	// hits are the operations the stacks are divided by.
+	// Sample is the profiled interval itself, measured as any other (the
+	// sum of them when it took several): its hits are the operations the
+	// stacks are divided by.
 	Sample Sample `json:"sample"`
 	// Taken is every sample the program ran for; User those in user
 	// mode (no kernel stack); Lost those whose stack the map could not
