@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"lab/internal/digest"
 	"lab/internal/gitcmd"
@@ -102,9 +103,11 @@ func prepareTarball(ctx context.Context, src Origin, cacheDir string, logf Logf,
 		data, err := os.ReadFile(infoPath)
 		return err == nil && json.Unmarshal(data, &inf) == nil && inf.Commit != ""
 	}
-	// A tree another run is extracting is complete once it lets go.
+	// A tree another run is extracting is complete once its record is
+	// written: wait for that, not for the builds the extracting run goes
+	// on to with the lock.
 	if !complete() {
-		if err := t.hold(); err != nil {
+		if _, err := t.HoldUnless(ctx, complete); err != nil {
 			return nil, err
 		}
 	}
@@ -308,24 +311,53 @@ func KernelVersion(makefile string) (string, error) {
 
 // hold takes the work tree's lock unless this run has it: another run
 // that switches variants in it (or extracts it) is waited for.
-func (t *Tree) hold() error {
+func (t *Tree) hold(ctx context.Context) error {
+	_, err := t.HoldUnless(ctx, nil)
+	return err
+}
+
+// lockPoll is how often a run waiting for the work tree tries its lock
+// again and asks whether it still needs it.
+const lockPoll = 500 * time.Millisecond
+
+// HoldUnless takes the work tree's lock, as a checkout does, unless ready
+// (nil: never) says first that this run no longer needs it: the tree
+// another run was extracting is complete, or the kernel this run waited to
+// build is in the cache. A run that extracts or builds keeps the lock
+// through its builds, which waiters needing neither waited out before
+// (the suite's x86_64 runs waited 5 minutes for an arm64 build with their
+// kernels cached). held says whether this run has the lock now.
+func (t *Tree) HoldUnless(ctx context.Context, ready func() bool) (held bool, err error) {
 	if t.lock != nil {
-		return nil
+		return true, nil
 	}
 	f, err := os.OpenFile(filepath.Join(t.Dir, ".lab-lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+		return false, fmt.Errorf("lock source tree %s: %w", t.Dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		// Another lab run is switching variants in this tree: wait for it.
-		fmt.Fprintf(os.Stderr, "lab: waiting for another lab run using %s\n", t.Dir)
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	for waited := false; ; waited = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			t.lock = f
+			return true, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK):
 			f.Close()
-			return fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+			return false, fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+		case ready != nil && ready():
+			f.Close()
+			return false, nil
+		case !waited:
+			// Another lab run is switching variants in this tree.
+			fmt.Fprintf(os.Stderr, "lab: waiting for another lab run using %s\n", t.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return false, fmt.Errorf("lock source tree %s: %w", t.Dir, context.Cause(ctx))
+		case <-time.After(lockPoll):
 		}
 	}
-	t.lock = f
-	return nil
 }
 
 // BaseFile is a file of the unmodified source, from git's objects: the
@@ -355,7 +387,7 @@ func (t *Tree) Close() error {
 // Checkout switches the work tree to commit, touching only files that
 // differ. The work tree is this run's from here until Close.
 func (t *Tree) Checkout(ctx context.Context, commit string) error {
-	if err := t.hold(); err != nil {
+	if err := t.hold(ctx); err != nil {
 		return err
 	}
 	if _, err := t.git.Run(ctx, "checkout", "-q", "-f", "--detach", commit); err != nil {

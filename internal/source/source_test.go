@@ -303,6 +303,49 @@ func TestACachedTreeWaitsForNoBuild(t *testing.T) {
 	}
 }
 
+// A run waiting for the work tree stops waiting once what it waited for
+// is there (the tree another run extracted, the kernel another run built)
+// though the other run keeps the tree; it waits no longer than its
+// context; and it takes the tree once the other lets go.
+func TestHoldUnlessReady(t *testing.T) {
+	ctx := context.Background()
+	tarball, cache := fakeTarball(t, "6.12.7", locklessBody), t.TempDir()
+	first, err := Prepare(ctx, Origin{Tarball: tarball}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if err := first.Checkout(ctx, first.BaseHash); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Prepare(ctx, Origin{Tarball: tarball}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+
+	asked := 0
+	held, err := second.HoldUnless(ctx, func() bool { asked++; return asked == 3 })
+	if err != nil || held || second.Held() || asked != 3 {
+		t.Errorf("ready on the third ask: held %v (Held %v), err %v, asked %d times", held, second.Held(), err, asked)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 3*lockPoll)
+	defer cancel()
+	if held, err := second.HoldUnless(short, nil); held || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a wait past its context: held %v, err %v", held, err)
+	}
+
+	first.Close()
+	held, err = second.HoldUnless(ctx, func() bool {
+		t.Error("asked whether it is ready although the tree was free")
+		return true
+	})
+	if err != nil || !held || !second.Held() {
+		t.Errorf("the free tree: held %v (Held %v), err %v", held, second.Held(), err)
+	}
+}
+
 func TestKernelVersion(t *testing.T) {
 	for _, tc := range []struct{ makefile, want string }{
 		{"# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n", "6.12.118"},

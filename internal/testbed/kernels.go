@@ -57,9 +57,21 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	k.Logf("kernel %s ...", label)
 	info, err := b.Lookup(in)
 	if err == nil && info == nil {
-		if err = k.Tree.Checkout(ctx, commit); err == nil {
-			if b.KconfigID, err = k.Tree.KconfigID(ctx); err == nil {
-				info, err = b.Build(ctx, a, in)
+		// Another run may be building this very kernel: it is taken from
+		// the cache as soon as it is there, not after that run's builds.
+		var held bool
+		held, err = k.Tree.HoldUnless(ctx, func() bool {
+			info, _ = b.Lookup(in)
+			return info != nil
+		})
+		if err == nil && held {
+			info, err = b.Lookup(in)
+		}
+		if err == nil && info == nil {
+			if err = k.Tree.Checkout(ctx, commit); err == nil {
+				if b.KconfigID, err = k.Tree.KconfigID(ctx); err == nil {
+					info, err = b.Build(ctx, a, in)
+				}
 			}
 		}
 	}
