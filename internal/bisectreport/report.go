@@ -268,6 +268,8 @@ func stepRows(r *results.Run) []stepRow {
 			switch {
 			case st.Kernel.Cached:
 				row.Build = "cached"
+			case st.Kernel.Info.SameAs != "":
+				row.Build = "its parent's image (no file a build reads changed)"
 			default:
 				row.Build = fmt.Sprintf("%.0f s, %d compiled", st.BuildSeconds, st.Kernel.Info.Compiled)
 			}

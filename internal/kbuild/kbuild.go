@@ -95,6 +95,9 @@ type Info struct {
 	// Seeded names the build folder of another source tree this build's
 	// cold folder was copied from (see seed), "" for none.
 	Seeded string `json:"seeded_from,omitempty"`
+	// SameAs is the key of the kernel whose image this entry holds,
+	// when its commit changed only files no build reads (Alias).
+	SameAs string `json:"same_as,omitempty"`
 	Cached bool   `json:"-"` // true when this run reused the image
 }
 

@@ -391,6 +391,10 @@ type Build struct {
 	// kernel that this first build here started from (a copy), "" when it
 	// started cold or was incremental in its own.
 	Seeded string `json:"seeded_from,omitempty"`
+	// SameAs is the key of the build whose image this kernel is: its
+	// commit changed only files no build reads (documentation), so it
+	// was neither checked out nor made.
+	SameAs string `json:"same_as,omitempty"`
 }
 
 // BuildInputs is everything a kernel image depends on, and where its tree

@@ -57,6 +57,9 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	k.Logf("kernel %s ...", label)
 	info, err := b.Lookup(in)
 	if err == nil && info == nil {
+		info, err = k.parentsImage(ctx, b, in)
+	}
+	if err == nil && info == nil {
 		// Another run may be building this very kernel: it is taken from
 		// the cache as soon as it is there, not after that run's builds.
 		var held bool
@@ -78,9 +81,12 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	if err != nil {
 		return results.Kernel{}, err
 	}
-	if info.Cached {
+	switch {
+	case info.Cached:
 		k.Logf("kernel %s: cached, 0 compiled (key %s, %s)", label, info.Key, info.Image)
-	} else {
+	case info.SameAs != "":
+		k.Logf("kernel %s: 0 compiled: the image of its parent (key %s), whose tree differs only in files no build reads (key %s)", label, info.SameAs, info.Key)
+	default:
 		if info.Seeded != "" {
 			k.Logf("kernel %s: a first build here: its build folder is a copy of %s", label, info.Seeded)
 		}
@@ -88,6 +94,32 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 			info.Configure.Seconds(), info.Make.Seconds(), info.Key)
 	}
 	return results.Kernel{Arch: a.Name, Info: RecordBuild(*info), Cached: info.Cached}, nil
+}
+
+// parentsImage is the kernel of commit's first parent, stored under in's
+// key, when the parent's kernel is cached and commit changes only files
+// no build reads (kbuild.Unread: documentation, a licence): a track or a
+// bisect then neither checks such a commit out nor makes it. nil when
+// that does not hold.
+func (k *Kernels) parentsImage(ctx context.Context, b *kbuild.Builder, in kbuild.Inputs) (*kbuild.Info, error) {
+	parent, err := k.Tree.Resolve(ctx, in.Commit+"^")
+	if err != nil {
+		return nil, nil // a root commit
+	}
+	changed, err := k.Tree.Changed(ctx, parent, in.Commit)
+	if err != nil || !kbuild.Unread(changed) {
+		return nil, err
+	}
+	pin := in
+	pin.Commit = parent
+	if pin.Tree, err = k.Tree.TreeHash(ctx, parent); err != nil {
+		return nil, err
+	}
+	from, err := b.Lookup(pin)
+	if err != nil || from == nil {
+		return nil, err
+	}
+	return b.Alias(from, in)
 }
 
 // Preconfigure is what a fresh tarball tree's builds can do before git has

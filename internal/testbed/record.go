@@ -66,7 +66,7 @@ func RecordBuild(i kbuild.Info) results.Build {
 	return results.Build{
 		Key: i.Key, Image: i.Image, Config: i.Config, ConfigSHA256: i.ConfigSHA256, Release: i.Release,
 		ImageSHA256: i.ImageSHA256, BTF: i.BTF, Compiled: i.Compiled, Duration: i.Duration, BuiltAt: i.BuiltAt,
-		Configure: i.Configure, Make: i.Make, Seeded: i.Seeded,
+		Configure: i.Configure, Make: i.Make, Seeded: i.Seeded, SameAs: i.SameAs,
 		Inputs: results.BuildInputs{Tree: i.Inputs.Tree, Arch: i.Inputs.Arch, Fragments: i.Inputs.Fragments,
 			Compiler: i.Inputs.Compiler, SourceID: i.Inputs.SourceID, Commit: i.Inputs.Commit},
 	}

@@ -1,0 +1,92 @@
+package testbed
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lab/internal/arch"
+	"lab/internal/kbuild"
+	"lab/internal/source"
+)
+
+// A commit that changes only documentation gets its parent's cached
+// kernel, without a checkout or make; a commit that changes code is built
+// (here, in a tree that cannot be configured, a configure error).
+func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit := func(file, body, subject string) string {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(filepath.Join(repo, file)), 0o755)
+		os.WriteFile(filepath.Join(repo, file), []byte(body), 0o644)
+		git("add", ".")
+		git("commit", "-q", "-m", subject)
+		return git("rev-parse", "HEAD")
+	}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(repo, "Kconfig"), []byte("mainmenu \"Linux\"\n"), 0o644)
+	commit("Makefile", "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n", "base")
+	code := commit("kernel/fork.c", "int x;\n", "fork: x")
+	docs := commit("Documentation/trace/uprobetracer.rst", "notes\n", "docs: notes")
+	more := commit("kernel/fork.c", "int x, y;\n", "fork: y")
+
+	cache := t.TempDir()
+	tree, err := source.Prepare(ctx, source.Origin{Git: repo, Base: code}, cache, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	a, err := arch.Lookup("x86_64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frag := filepath.Join(t.TempDir(), "x.config")
+	os.WriteFile(frag, []byte("CONFIG_X=y\n"), 0o644)
+	k := &Kernels{Tree: tree, CacheDir: cache, Fragments: []string{frag}, Logf: t.Logf}
+
+	// The parent's kernel, as a build would have stored it.
+	cc, err := kbuild.CompilerVersion(ctx, a.CC())
+	if err != nil {
+		t.Skip(err)
+	}
+	th, _ := tree.TreeHash(ctx, code)
+	in := kbuild.Inputs{Tree: th, Arch: a.Name, Fragments: k.Fragments, Compiler: cc, SourceID: tree.ID, Commit: code}
+	key, _ := in.Key()
+	dir := filepath.Join(cache, "kernels", key)
+	os.MkdirAll(dir, 0o755)
+	image := []byte("the parent's image")
+	sum := sha256.Sum256(image)
+	os.WriteFile(filepath.Join(dir, "vmlinux"), image, 0o644)
+	os.WriteFile(filepath.Join(dir, "config"), []byte("CONFIG_X=y\n"), 0o644)
+	info, _ := json.Marshal(kbuild.Info{Key: key, Inputs: in, Image: filepath.Join(dir, "vmlinux"), Config: filepath.Join(dir, "config"),
+		ImageSHA256: hex.EncodeToString(sum[:])})
+	os.WriteFile(filepath.Join(dir, "info.json"), info, 0o644)
+
+	got, err := k.Get(ctx, a, docs, "docs")
+	if err != nil {
+		t.Fatalf("the documentation-only commit: %v", err)
+	}
+	if got.Info.SameAs != key || got.Info.ImageSHA256 != hex.EncodeToString(sum[:]) || got.Info.Inputs.Commit != docs || tree.Held() {
+		t.Errorf("the documentation-only commit's kernel %+v (tree held: %v), want the image of %s", got.Info, tree.Held(), key)
+	}
+	if _, err := k.Get(ctx, a, more, "more"); err == nil || !strings.Contains(err.Error(), "configure x86_64 at") || !tree.Held() {
+		t.Errorf("the commit that changes code after it: %v (tree held: %v), want it checked out and built (its configure fails here)", err, tree.Held())
+	}
+}
