@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Kind is what a benchmark attaches before its producers start.
@@ -301,6 +302,9 @@ type Tool struct {
 	// Resolution is the step of the rates the tool prints, in hits/s (0:
 	// not rounded): a change smaller than one step is not seen.
 	Resolution float64
+	// MinWarmup is the least warm-up the tool runs with: a lab with less
+	// is refused when it is read, not by the tool in every boot.
+	MinWarmup time.Duration
 }
 
 // BPFBench is the kernel's own benchmark runner,
@@ -313,7 +317,9 @@ var tools = []Tool{
 	{Name: BPFBench, Label: "bench", Fragment: "bpf-bench.config",
 		About: "the kernel's selftests bench (trig-* benchmarks), built static from the lab's source, run beside the agent",
 		// It prints M/s to three decimals.
-		Resolution: 1000},
+		Resolution: 1000,
+		// "Invalid warm-up duration: 0" (bench.c's argument parser).
+		MinWarmup: time.Second},
 }
 
 // Tools lists the guest tools.

@@ -170,7 +170,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 	// What no lab of the checkout has: a NUMA layout without distances,
 	// a source with a base, claims with all their keys, tools.
 	lab, _, err := parse(t, "name: t\nseries: s1\nsource:\n  git: /src/linux\n  base: v6.12\ntools: [bpf-bench]\nconsole_expect: ['ok 1']\n"+
-		"matrix:\n  cpus: [2]\n  warmup: 0\n  controls: false\n  affinity: true\n  maxactive: 32\n  pin: off\n  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n      - {cpus: 1, memory: 512M}\n"+
+		"matrix:\n  cpus: [2]\n  warmup: 2s\n  controls: false\n  affinity: true\n  maxactive: 32\n  pin: off\n  numa_layout:\n    nodes:\n      - {cpus: 0, memory: 512M}\n      - {cpus: 1, memory: 512M}\n"+
 		"claims:\n  - {benchmark: uprobe-nop, producers: [1], direction: slower, min: 2%, note: \"a: b\"}\n")
 	if err != nil {
 		t.Fatal(err)

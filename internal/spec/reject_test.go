@@ -46,6 +46,7 @@ func TestRejectsOneLine(t *testing.T) {
 		{head + "matrix:\n  duration: 500ms\n  warmup: 750ms\n", 5, "warmup 750ms: lab warms up whole samples of 500ms: write 500ms or 1s"},
 		{head + "matrix:\n  duration: 500ms\n  warmup: 1s\n", 0, ""},
 		{head + "tools: [bpf-bench]\nmatrix:\n  duration: 500ms\n", 5, "tools: bpf-bench samples once a second: give a duration of whole seconds, not 500ms"},
+		{head + "tools: [bpf-bench]\nmatrix:\n  duration: 1s\n  warmup: 0s\n", 6, "tools: bpf-bench warms up for at least 1s: give a warmup of 1s or more, not 0s"},
 		{head + "matrix:\n  warmup: -1s\n", 4, "warmup -1s: want 0 (no warm-up) or more"},
 		{head + "matrix:\n  duration: five\n", 4, `matrix.duration: "five" is not a duration: write e.g. 5s`},
 		{head + "matrix:\n  duration: [5s]\n", 4, "matrix.duration takes one duration, not a list"},

@@ -384,11 +384,15 @@ func (l *Lab) validate(d *doc) error {
 		return err
 	}
 	for i, name := range l.Tools {
-		if _, err := benchmark.LookupTool(name); err != nil {
+		tool, err := benchmark.LookupTool(name)
+		if err != nil {
 			return at(err.Error(), "tools", fmt.Sprint(i))
 		}
 		if l.Matrix.Sample() != time.Second {
 			return at(fmt.Sprintf("tools: %s samples once a second: give a duration of whole seconds, not %v", name, l.Matrix.Duration.Duration), "matrix", "duration")
+		}
+		if w := l.Matrix.Warmup.Duration; w < tool.MinWarmup {
+			return at(fmt.Sprintf("tools: %s warms up for at least %v: give a warmup of %v or more, not %v", name, tool.MinWarmup, tool.MinWarmup, w), "matrix", "warmup")
 		}
 	}
 	if why := badRegexp(l.Watch.Subject); why != "" {
