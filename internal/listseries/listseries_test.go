@@ -169,6 +169,10 @@ func TestCorpus(t *testing.T) {
 		{"[GIT PULL]", mailOf(h("[GIT PULL] probes for v6.13", "<cc@x>"), "please pull\n"), Other, ""},
 		{"a multipart without its boundary", mailOf(h("[PATCH] uprobes: x", "<dd@x>", [2]string{"MIME-Version", "1.0"}, [2]string{"Content-Type", "multipart/mixed"}), "x\n"), Broken, "body unreadable"},
 		{"RFC PATCH", mailOf(h("[RFC PATCH v3 1/1] uprobes: x", "<ee@x>"), "x\n---\n"+diff), Patch, ""},
+		{"[RFC][PATCH]", mailOf(h("[RFC][PATCH 1/1] uprobes: x", "<ff@x>"), "x\n---\n"+diff), Patch, ""},
+		{"[RFC][PATCH 0/n]", mailOf(h("[RFC][PATCH 0/3] uprobes: x", "<gg@x>"), "three\n"), Cover, ""},
+		{"Re: [RFC][PATCH]", mailOf(h("Re: [RFC][PATCH 1/3] uprobes: x", "<hh@x>", [2]string{"In-Reply-To", "<ff@x>"}), "ok\n"), Reply, ""},
+		{"[RFC] without PATCH", mailOf(h("[RFC] uprobes: should we?", "<ii@x>"), "thoughts\n"), Other, "no [PATCH] tag"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := Classify(tc.raw)

@@ -58,7 +58,9 @@ type Message struct {
 }
 
 var (
-	patchWord    = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*\[[^\]]*\bpatch`)
+	// The PATCH word may be in any of the leading groups: "[RFC][PATCH 1/3]"
+	// and "[net-next][PATCH]" are how some senders tag a series.
+	patchWord    = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
 	baseLine     = regexp.MustCompile(`(?m)^base-commit: *([0-9a-f]{7,64})\s*$`)
 	changeIDLine = regexp.MustCompile(`(?m)^change-id: *(\S+)\s*$`)
 	msgID        = regexp.MustCompile(`<([^<>\s]+)>`)

@@ -27,7 +27,7 @@ var (
 	bracket     = regexp.MustCompile(`^\[([^\]]*)\]\s*`)
 	versionTok  = regexp.MustCompile(`^v(\d+)$`)
 	countTok    = regexp.MustCompile(`^(\d+)/(\d+)$`)
-	squashedTok = regexp.MustCompile(`^(?i)patch(v\d+)$`) // [PATCHv2 1/3]
+	squashedTok = regexp.MustCompile(`^(?i)patch-?(v\d+)$`) // [PATCHv2 1/3], [PATCH-v2 1/3]
 )
 
 // ParseTag reads every bracketed group at the start of a subject, as git

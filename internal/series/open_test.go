@@ -556,6 +556,8 @@ func TestParseTag(t *testing.T) {
 		"[RFC PATCH v3 1/2] x":               {Version: 3, N: 1, M: 2, RFC: true, Subject: "x"},
 		"[PATCH net-next v2 03/10] net: x":   {Version: 2, N: 3, M: 10, Subject: "net: x"},
 		"[PATCHv4 2/2] x":                    {Version: 4, N: 2, M: 2, Subject: "x"},
+		"[PATCH-v4 2/2] x":                   {Version: 4, N: 2, M: 2, Subject: "x"},
+		"[RFC][PATCH 0/3] x":                 {M: 3, RFC: true, Subject: "x"},
 		"[PATCH RESEND,v2 1/1] x":            {Version: 2, N: 1, M: 1, Resend: true, Subject: "x"},
 		"Re: [PATCH 1/2] x":                  {N: 1, M: 2, Reply: true, Subject: "x"},
 		"[PATCH 1/2] [RFC] x: y [not a tag]": {N: 1, M: 2, RFC: true, Subject: "x: y [not a tag]"},
