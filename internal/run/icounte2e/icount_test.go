@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +20,7 @@ import (
 	"lab/internal/testenv"
 	"lab/internal/variant"
 	"lab/internal/verdict"
+	"lab/internal/vm"
 )
 
 // Under TCG with one vCPU lab measures on QEMU's instruction-count clock, so
@@ -85,23 +88,39 @@ func TestICountOneImageOneFigure(t *testing.T) {
 	m.CPUs, m.Producers = []int{1}, []int{1}
 	m.Benchmarks = []string{"uprobe-nop", "kretprobe", "stress-mmap"}
 	m.Duration.Duration, m.Warmup.Duration = runtest.Duration, 0
-	runWith := func(seeds, parallel int) *results.Run {
+	var seedOne []string // the boot folders of seed 1
+	runWith := func(seeds, parallel int) []results.Boot {
 		t.Helper()
 		m.Seeds = seeds
 		if err := lab.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		res, _, err := run.Run(context.Background(), run.Options{
+		res, dir, err := run.Run(context.Background(), run.Options{
 			Lab: lab, CacheDir: runtest.CacheDir(t), ResultsDir: t.TempDir(), ModuleRoot: runtest.Root(t),
 			Command: []string{"go", "test"}, Out: &out, Parallel: parallel, Only: variant.Patched,
 		})
 		if err != nil {
 			t.Fatalf("run --boots %d --parallel %d: %v\n%s", seeds, parallel, err, out.String())
 		}
-		return res
+		for _, b := range res.Boots {
+			if b.Seed == 1 {
+				seedOne = append(seedOne, filepath.Join(dir, filepath.Dir(b.Console)))
+			}
+		}
+		return res.Boots
 	}
-	boots := append(runWith(2, 2).Boots, runWith(1, 1).Boots...)
+	boots := append(runWith(2, 2), runWith(1, 1)...)
+	defer func() {
+		if t.Failed() && len(seedOne) == 2 {
+			// Under icount a console's timestamps and the agent's records
+			// are instruction counts: where the two boots part dates what
+			// set them apart (one warm suite saw it once, unexplained).
+			one, two := vm.Config{Dir: seedOne[0]}, vm.Config{Dir: seedOne[1]}
+			t.Logf("seed 1's two boots, console: %s", firstDifference(one.ConsoleLog(), two.ConsoleLog()))
+			t.Logf("seed 1's two boots, agent's records: %s", firstDifference(one.ResultsPath(), two.ResultsPath()))
+		}
+	}()
 	figures := map[int]map[string][]float64{} // seed, benchmark
 	var names []string
 	for _, b := range boots {
@@ -134,4 +153,23 @@ func TestICountOneImageOneFigure(t *testing.T) {
 			t.Errorf("%s: seed 2 gave %v against %v: want it within the %.2f %% floor of %v samples", name, two, one, floor, runtest.Duration)
 		}
 	}
+}
+
+// firstDifference is the first line in which files a and b differ.
+func firstDifference(a, b string) string {
+	x, errA := os.ReadFile(a)
+	y, errB := os.ReadFile(b)
+	if errA != nil || errB != nil {
+		return fmt.Sprintf("unreadable: %v; %v", errA, errB)
+	}
+	la, lb := strings.Split(string(x), "\n"), strings.Split(string(y), "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return fmt.Sprintf("line %d: %q against %q", i+1, la[i], lb[i])
+		}
+	}
+	if len(la) != len(lb) {
+		return fmt.Sprintf("%d lines against %d", len(la), len(lb))
+	}
+	return "the same"
 }
