@@ -163,10 +163,13 @@ func TestDashboardAtScale(t *testing.T) {
 
 // chromium starts Debian's headless Chromium for a test.
 func chromium(t *testing.T, browser string) context.Context {
+	// Chromium makes a folder of its own in $TMPDIR that a browser stopped
+	// by its context leaves behind: one a test's, removed after it.
+	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-gpu", true))
+		chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-gpu", true), chromedp.Env("TMPDIR="+tmp))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
