@@ -644,12 +644,14 @@ func saveBTF(ctx context.Context, a arch.Arch, out, dir string) (string, error) 
 	if !a.Native() {
 		objcopy = a.CrossCompile + "objcopy"
 	}
+	// Dumped to a new file and renamed over the old: a file of the entry
+	// may be a link to another entry's (Alias), never to be written.
 	btf := filepath.Join(dir, "vmlinux.btf")
-	if msg, err := exec.CommandContext(ctx, objcopy, "--dump-section", ".BTF="+btf, filepath.Join(out, "vmlinux"), filepath.Join(dir, "vmlinux.objcopy-out")).CombinedOutput(); err != nil {
+	if msg, err := exec.CommandContext(ctx, objcopy, "--dump-section", ".BTF="+btf+".tmp", filepath.Join(out, "vmlinux"), filepath.Join(dir, "vmlinux.objcopy-out")).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("keep the kernel's BTF: %s: %w: %s", objcopy, err, msg)
 	}
 	os.Remove(filepath.Join(dir, "vmlinux.objcopy-out"))
-	return btf, nil
+	return btf, os.Rename(btf+".tmp", btf)
 }
 
 // HZ is a kernel's CONFIG_HZ, read from its saved .config (Info.Config);

@@ -50,43 +50,54 @@ func unread(p string) bool {
 // Alias stores, under in's key, the kernel of entry from, a build of
 // another commit whose change to in's tree no build reads (Unread): the
 // same image and config, recorded with in's inputs and SameAs naming
-// from's key, without a checkout or make.
+// from's key, without a checkout or make. The entry is made whole in a
+// folder of its own and renamed into place, so that no reader sees it
+// half made, and a crash leaves no key folder whose files are links to
+// another entry's (a build of the key would write through them).
 func (b *Builder) Alias(from *Info, in Inputs) (*Info, error) {
 	key, err := in.Key()
 	if err != nil {
 		return nil, err
 	}
 	dir := b.kernelDir(key)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), key+".alias-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
 	info := *from
-	info.Key, info.Inputs, info.SameAs, info.Cached = key, in, from.Key, false
+	info.Key, info.Inputs, info.SameAs, info.Cached, info.Seeded = key, in, from.Key, false, ""
 	info.Compiled, info.Duration, info.Configure, info.Make = 0, 0, 0, 0
 	info.BuiltAt = time.Now().UTC()
 	for _, f := range []*string{&info.Image, &info.Config, &info.BTF} {
 		if *f == "" {
 			continue
 		}
-		to := filepath.Join(dir, filepath.Base(*f))
-		if err := linkOrCopy(*f, to); err != nil {
+		if err := linkOrCopy(*f, filepath.Join(tmp, filepath.Base(*f))); err != nil {
 			return nil, fmt.Errorf("kernel of %s from %s: %w", key, from.Key, err)
 		}
-		*f = to
+		*f = filepath.Join(dir, filepath.Base(*f))
 	}
-	linkOrCopy(filepath.Join(filepath.Dir(from.Image), "System.map"), filepath.Join(dir, "System.map"))
+	linkOrCopy(filepath.Join(filepath.Dir(from.Image), "System.map"), filepath.Join(tmp, "System.map"))
 	data, _ := json.MarshalIndent(info, "", "  ")
-	tmp := filepath.Join(dir, "info.json.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "info.json"), data, 0o644); err != nil {
 		return nil, err
 	}
-	return &info, os.Rename(tmp, filepath.Join(dir, "info.json"))
+	if err := os.Rename(tmp, dir); err != nil {
+		// The key has a folder already: another run's alias or build of it,
+		// whole or under way. Its own Lookup or make decides.
+		return nil, fmt.Errorf("kernel of %s from %s: %w", key, from.Key, err)
+	}
+	return &info, nil
 }
 
-// linkOrCopy hard-links src to dst (an entry's files are never written
-// again), or copies it where a link cannot be made.
+// linkOrCopy hard-links src to dst, a new file (an entry's files are
+// replaced by rename, never written again), or copies it where a link
+// cannot be made.
 func linkOrCopy(src, dst string) error {
-	os.Remove(dst)
 	if err := os.Link(src, dst); err == nil {
 		return nil
 	}

@@ -73,4 +73,15 @@ func TestAlias(t *testing.T) {
 			t.Errorf("%s: not the parent's file (%v)", name, err)
 		}
 	}
+	// A second alias of the key (another run's) leaves the first whole and
+	// no folder of its own behind.
+	if _, err := b.Alias(from, child); err == nil {
+		t.Error("a second alias of one key replaced the first")
+	}
+	if again, err := b.Lookup(child); err != nil || again == nil || again.ImageSHA256 != from.ImageSHA256 {
+		t.Errorf("the first alias after a second: %v, %v", again, err)
+	}
+	if left, _ := os.ReadDir(filepath.Dir(pdir)); len(left) != 2 {
+		t.Errorf("the kernels folder holds %d entries, want the parent and its alias", len(left))
+	}
 }
