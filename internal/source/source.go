@@ -469,13 +469,31 @@ func (t *Tree) Resolve(ctx context.Context, ref string) (string, error) {
 	return c, nil
 }
 
-// Changed lists the files that differ between two commits.
+// Changed lists the files that differ between two commits. A renamed file
+// is both of its paths: git's rename detection would name only the new one,
+// and hide that the old path is gone (a Kconfig moved under Documentation/
+// is a change to the build). Paths are NUL-separated, as a path may hold a
+// space.
 func (t *Tree) Changed(ctx context.Context, from, to string) ([]string, error) {
-	out, err := t.git.Output(ctx, "diff", "--name-only", from, to)
+	out, err := t.git.Run(ctx, "diff", "--no-renames", "--name-only", "-z", from, to)
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(out), nil
+	var paths []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// AtTag reports whether commit is where an annotated tag points (git
+// describe --exact-match): there the kernel's release string has no "+"
+// (scripts/setlocalversion), one commit later it has.
+func (t *Tree) AtTag(ctx context.Context, commit string) bool {
+	_, err := t.git.Run(ctx, "describe", "--exact-match", commit)
+	return err == nil
 }
 
 // Subject is a commit's subject line.

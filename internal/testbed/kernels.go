@@ -1,15 +1,19 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"os"
+	"sync"
+	"time"
+
 	"lab/internal/arch"
+	"lab/internal/gitcmd"
 	"lab/internal/kbuild"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/source"
-	"sync"
-	"time"
 )
 
 // Kernels builds the kernels of one source tree: from the cache when it
@@ -57,7 +61,7 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 	k.Logf("kernel %s ...", label)
 	info, err := b.Lookup(in)
 	if err == nil && info == nil {
-		info, err = k.parentsImage(ctx, b, in)
+		info = k.parentsImage(ctx, b, in)
 	}
 	if err == nil && info == nil {
 		// Another run may be building this very kernel: it is taken from
@@ -100,26 +104,43 @@ func (k *Kernels) Get(ctx context.Context, a arch.Arch, commit, label string) (r
 // key, when the parent's kernel is cached and commit changes only files
 // no build reads (kbuild.Unread: documentation, a licence): a track or a
 // bisect then neither checks such a commit out nor makes it. nil when
-// that does not hold.
-func (k *Kernels) parentsImage(ctx context.Context, b *kbuild.Builder, in kbuild.Inputs) (*kbuild.Info, error) {
+// that does not hold, or when taking it failed: then commit is built.
+func (k *Kernels) parentsImage(ctx context.Context, b *kbuild.Builder, in kbuild.Inputs) *kbuild.Info {
 	parent, err := k.Tree.Resolve(ctx, in.Commit+"^")
 	if err != nil {
-		return nil, nil // a root commit
+		return nil // a root commit
 	}
 	changed, err := k.Tree.Changed(ctx, parent, in.Commit)
 	if err != nil || !kbuild.Unread(changed) {
-		return nil, err
+		return nil
 	}
 	pin := in
 	pin.Commit = parent
 	if pin.Tree, err = k.Tree.TreeHash(ctx, parent); err != nil {
-		return nil, err
+		return nil
 	}
 	from, err := b.Lookup(pin)
-	if err != nil || from == nil {
-		return nil, err
+	if err != nil || from == nil || !sameRelease(ctx, k.Tree, from, parent, in.Commit) {
+		return nil
 	}
-	return b.Alias(from, in)
+	info, err := b.Alias(from, in)
+	if err != nil {
+		k.Logf("kernel %s: its parent's image not taken, building it: %v", gitcmd.Short(in.Commit), err)
+		return nil
+	}
+	return info
+}
+
+// sameRelease says whether the kernel of commit would carry the release
+// string of its parent's kernel from: not when either is where an
+// annotated tag points (the "+" of scripts/setlocalversion comes and goes
+// there), nor under CONFIG_LOCALVERSION_AUTO (each commit's own name).
+func sameRelease(ctx context.Context, tree *source.Tree, from *kbuild.Info, parent, commit string) bool {
+	cfg, err := os.ReadFile(from.Config)
+	if err != nil || bytes.Contains(cfg, []byte("\nCONFIG_LOCALVERSION_AUTO=y\n")) {
+		return false
+	}
+	return !tree.AtTag(ctx, parent) && !tree.AtTag(ctx, commit)
 }
 
 // Preconfigure is what a fresh tarball tree's builds can do before git has

@@ -46,6 +46,17 @@ func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
 	code := commit("kernel/fork.c", "int x;\n", "fork: x")
 	docs := commit("Documentation/trace/uprobetracer.rst", "notes\n", "docs: notes")
 	more := commit("kernel/fork.c", "int x, y;\n", "fork: y")
+	// Beside it, from the documentation commit: a code file moved under
+	// Documentation/ (its old path is a change to the build), and a
+	// documentation-only commit where an annotated tag points (its release
+	// string has no "+", its parent's has).
+	git("checkout", "-q", "-b", "moved", docs)
+	git("mv", "kernel/fork.c", "Documentation/fork.rst")
+	git("commit", "-q", "-m", "fork: moved")
+	moved := git("rev-parse", "HEAD")
+	git("checkout", "-q", "-b", "tagged", docs)
+	tagged := commit("Documentation/trace/more.rst", "more\n", "docs: more")
+	git("tag", "-a", "-m", "a release", "v6.12-lab", tagged)
 
 	cache := t.TempDir()
 	tree, err := source.Prepare(ctx, source.Origin{Git: repo, Base: code}, cache, t.Logf)
@@ -86,7 +97,10 @@ func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
 	if got.Info.SameAs != key || got.Info.ImageSHA256 != hex.EncodeToString(sum[:]) || got.Info.Inputs.Commit != docs || tree.Held() {
 		t.Errorf("the documentation-only commit's kernel %+v (tree held: %v), want the image of %s", got.Info, tree.Held(), key)
 	}
-	if _, err := k.Get(ctx, a, more, "more"); err == nil || !strings.Contains(err.Error(), "configure x86_64 at") || !tree.Held() {
-		t.Errorf("the commit that changes code after it: %v (tree held: %v), want it checked out and built (its configure fails here)", err, tree.Held())
+	for _, c := range []struct{ name, commit string }{{"the commit that changes code after it", more},
+		{"a code file moved under Documentation/", moved}, {"a documentation-only commit at a tag", tagged}} {
+		if _, err := k.Get(ctx, a, c.commit, c.name); err == nil || !strings.Contains(err.Error(), "configure x86_64 at") || !tree.Held() {
+			t.Errorf("%s: %v (tree held: %v), want it checked out and built (its configure fails here)", c.name, err, tree.Held())
+		}
 	}
 }
