@@ -173,6 +173,9 @@ func TestCorpus(t *testing.T) {
 		{"[RFC][PATCH 0/n]", mailOf(h("[RFC][PATCH 0/3] uprobes: x", "<gg@x>"), "three\n"), Cover, ""},
 		{"Re: [RFC][PATCH]", mailOf(h("Re: [RFC][PATCH 1/3] uprobes: x", "<hh@x>", [2]string{"In-Reply-To", "<ff@x>"}), "ok\n"), Reply, ""},
 		{"[RFC] without PATCH", mailOf(h("[RFC] uprobes: should we?", "<ii@x>"), "thoughts\n"), Other, "no [PATCH] tag"},
+		{"[for-next][PATCH]: applied", mailOf(h("[for-next][PATCH 01/11] tracing: x", "<jj@x>"), "x\n---\n"+diff), Other, "tagged [for-next]: a record"},
+		{"[GIT PULL][PATCH]", mailOf(h("[GIT PULL][PATCH] probes: fixes", "<kk@x>"), "x\n---\n"+diff), Other, "already in a maintainer's tree"},
+		{"[PATCH for-next]: for review", mailOf(h("[PATCH for-next 1/1] uprobes: x", "<ll@x>"), "x\n---\n"+diff), Patch, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := Classify(tc.raw)

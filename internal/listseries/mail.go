@@ -60,7 +60,11 @@ type Message struct {
 var (
 	// The PATCH word may be in any of the leading groups: "[RFC][PATCH 1/3]"
 	// and "[net-next][PATCH]" are how some senders tag a series.
-	patchWord    = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
+	patchWord = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
+	// "[for-next][PATCH 01/11]", "[GIT PULL][PATCH]": a maintainer's copy to
+	// the list of what is already in a tree (a group of its own before the
+	// PATCH one; "[PATCH for-next]" is a posting aimed at that branch).
+	appliedTag   = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*(\[(?:for-[^\]]*|git pull[^\]]*)\])\s*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
 	baseLine     = regexp.MustCompile(`(?m)^base-commit: *([0-9a-f]{7,64})\s*$`)
 	changeIDLine = regexp.MustCompile(`(?m)^change-id: *(\S+)\s*$`)
 	msgID        = regexp.MustCompile(`<([^<>\s]+)>`)
@@ -109,6 +113,9 @@ func Classify(raw []byte) Message {
 		return m
 	case !patchWord.MatchString(m.Subject):
 		m.Kind, m.Reason = Other, "no [PATCH] tag in the subject"
+		return m
+	case appliedTag.MatchString(m.Subject):
+		m.Kind, m.Reason = Other, "tagged "+appliedTag.FindStringSubmatch(m.Subject)[1]+": a record of patches already in a maintainer's tree, not a posting for review"
 		return m
 	}
 	dec, err := mbox.ReadMail(body)
