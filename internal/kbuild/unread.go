@@ -68,6 +68,9 @@ func (b *Builder) Alias(from *Info, in Inputs) (*Info, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700 would keep a shared cache's other users out
+		return nil, err
+	}
 	info := *from
 	info.Key, info.Inputs, info.SameAs, info.Cached, info.Seeded = key, in, from.Key, false, ""
 	info.Compiled, info.Duration, info.Configure, info.Make = 0, 0, 0, 0

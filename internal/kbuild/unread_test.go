@@ -63,6 +63,9 @@ func TestAlias(t *testing.T) {
 		t.Fatalf("the alias: %v, %v", got, err)
 	}
 	ckey, _ := child.Key()
+	if fi, err := os.Stat(b.kernelDir(ckey)); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the alias's folder: %v, %v; want it readable by a shared cache's other users (0755)", fi.Mode(), err)
+	}
 	if got.Key != ckey || got.SameAs != pkey || got.ImageSHA256 != from.ImageSHA256 || got.Inputs.Commit != "c" || got.Compiled != 0 {
 		t.Errorf("alias %+v of %+v", got, from)
 	}
