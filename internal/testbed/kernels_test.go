@@ -21,42 +21,8 @@ import (
 // (here, in a tree that cannot be configured, a configure error).
 func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
 	ctx := context.Background()
-	repo := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
-		cmd.Dir = repo
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	commit := func(file, body, subject string) string {
-		t.Helper()
-		os.MkdirAll(filepath.Dir(filepath.Join(repo, file)), 0o755)
-		os.WriteFile(filepath.Join(repo, file), []byte(body), 0o644)
-		git("add", ".")
-		git("commit", "-q", "-m", subject)
-		return git("rev-parse", "HEAD")
-	}
-	git("init", "-q")
-	os.WriteFile(filepath.Join(repo, "Kconfig"), []byte("mainmenu \"Linux\"\n"), 0o644)
-	commit("Makefile", "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n", "base")
-	code := commit("kernel/fork.c", "int x;\n", "fork: x")
-	docs := commit("Documentation/trace/uprobetracer.rst", "notes\n", "docs: notes")
-	more := commit("kernel/fork.c", "int x, y;\n", "fork: y")
-	// Beside it, from the documentation commit: a code file moved under
-	// Documentation/ (its old path is a change to the build), and a
-	// documentation-only commit where an annotated tag points (its release
-	// string has no "+", its parent's has).
-	git("checkout", "-q", "-b", "moved", docs)
-	git("mv", "kernel/fork.c", "Documentation/fork.rst")
-	git("commit", "-q", "-m", "fork: moved")
-	moved := git("rev-parse", "HEAD")
-	git("checkout", "-q", "-b", "tagged", docs)
-	tagged := commit("Documentation/trace/more.rst", "more\n", "docs: more")
-	git("tag", "-a", "-m", "a release", "v6.12-lab", tagged)
+	repo, c := docsTree(t)
+	code, docs, more, moved, tagged := c["code"], c["docs"], c["more"], c["moved"], c["tagged"]
 
 	cache := t.TempDir()
 	tree, err := source.Prepare(ctx, source.Origin{Git: repo, Base: code}, cache, t.Logf)
@@ -103,4 +69,47 @@ func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
 			t.Errorf("%s: %v (tree held: %v), want it checked out and built (its configure fails here)", c.name, err, tree.Held())
 		}
 	}
+}
+
+// docsTree is a git tree of commits by name: "code" (the base a kernel is
+// cached of), "docs" on it (documentation only), "more" after it (code);
+// beside them, from "docs": "moved", a code file moved under
+// Documentation/ (its old path is a change to the build), and "tagged", a
+// documentation-only commit where an annotated tag points (its release
+// string has no "+", its parent's has).
+func docsTree(t *testing.T) (string, map[string]string) {
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit := func(file, body, subject string) string {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(filepath.Join(repo, file)), 0o755)
+		os.WriteFile(filepath.Join(repo, file), []byte(body), 0o644)
+		git("add", ".")
+		git("commit", "-q", "-m", subject)
+		return git("rev-parse", "HEAD")
+	}
+	c := map[string]string{}
+	git("init", "-q")
+	os.WriteFile(filepath.Join(repo, "Kconfig"), []byte("mainmenu \"Linux\"\n"), 0o644)
+	commit("Makefile", "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n", "base")
+	c["code"] = commit("kernel/fork.c", "int x;\n", "fork: x")
+	c["docs"] = commit("Documentation/trace/uprobetracer.rst", "notes\n", "docs: notes")
+	c["more"] = commit("kernel/fork.c", "int x, y;\n", "fork: y")
+	git("checkout", "-q", "-b", "moved", c["docs"])
+	git("mv", "kernel/fork.c", "Documentation/fork.rst")
+	git("commit", "-q", "-m", "fork: moved")
+	c["moved"] = git("rev-parse", "HEAD")
+	git("checkout", "-q", "-b", "tagged", c["docs"])
+	c["tagged"] = commit("Documentation/trace/more.rst", "more\n", "docs: more")
+	git("tag", "-a", "-m", "a release", "v6.12-lab", c["tagged"])
+	return repo, c
 }
