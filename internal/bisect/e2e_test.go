@@ -146,16 +146,7 @@ func TestGitBisectRun(t *testing.T) {
 	// The user's tree: git's objects are the lab tree's (alternates), no
 	// files checked out.
 	user := testenv.UserTree(t, cache, "git-bisect-run", filepath.Join(treeGit, "objects"), "series", bad)
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost"}, args...)...)
-		cmd.Dir = user
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	git := testenv.Git(t, user)
 	// A bisect an earlier run left (it stopped midway) would refuse to start.
 	git("bisect", "reset")
 	labFile := filepath.Join(root, "labs", "git-run.yaml")

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"lab/internal/arch"
 	"lab/internal/kbuild"
 	"lab/internal/source"
+	"lab/internal/testenv"
 )
 
 // A commit that changes only documentation gets its parent's cached
@@ -79,16 +79,7 @@ func TestDocumentationOnlyCommitTakesItsParentsKernel(t *testing.T) {
 // string has no "+", its parent's has).
 func docsTree(t *testing.T) (string, map[string]string) {
 	repo := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost"}, args...)...)
-		cmd.Dir = repo
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := testenv.Git(t, repo)
 	commit := func(file, body, subject string) string {
 		t.Helper()
 		os.MkdirAll(filepath.Dir(filepath.Join(repo, file)), 0o755)

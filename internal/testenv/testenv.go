@@ -65,6 +65,21 @@ func Checkout(t testing.TB, moduleRoot string) string {
 	return root
 }
 
+// Git is git run in dir as a test runs it: with lab's test identity and no
+// signing, failing t on an error, and returning the trimmed output.
+func Git(t testing.TB, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+}
+
 // WriteSeries writes the edits as a series of git format-patch files into
 // root/patches/name, made from the files of tree's unmodified source (from
 // git's objects: another test's run may hold the work tree at its own
@@ -72,14 +87,7 @@ func Checkout(t testing.TB, moduleRoot string) string {
 func WriteSeries(t testing.TB, tree *source.Tree, root, name string, edits []Edit) {
 	t.Helper()
 	scratch := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = scratch
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := Git(t, scratch)
 	git("init", "-q")
 	for _, e := range edits {
 		data, err := tree.BaseFile(t.Context(), e.File)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"lab/internal/spec"
+	"lab/internal/testenv"
 )
 
 // gitLab is labs/uprobe-srcu.yaml on a tiny git tree with a Makefile and
@@ -24,12 +24,9 @@ func gitLab(t *testing.T) *spec.Lab {
 	for _, f := range []string{"Makefile", "Kconfig"} {
 		os.WriteFile(filepath.Join(dir, f), []byte("# "+f+"\n"), 0o644)
 	}
+	git := testenv.Git(t, dir)
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "base"}} {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=lab test", "-c", "user.email=lab@localhost", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		git(args...)
 	}
 	lab.Source = spec.Source{Git: dir, Base: "main"}
 	lab.Matrix.CPUs, lab.Matrix.Producers = []int{1}, []int{1}
