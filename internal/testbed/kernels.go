@@ -1,16 +1,15 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"lab/internal/arch"
 	"lab/internal/gitcmd"
 	"lab/internal/kbuild"
+	"lab/internal/kconfig"
 	"lab/internal/progress"
 	"lab/internal/results"
 	"lab/internal/source"
@@ -136,8 +135,8 @@ func (k *Kernels) parentsImage(ctx context.Context, b *kbuild.Builder, in kbuild
 // annotated tag points (the "+" of scripts/setlocalversion comes and goes
 // there), nor under CONFIG_LOCALVERSION_AUTO (each commit's own name).
 func sameRelease(ctx context.Context, tree *source.Tree, from *kbuild.Info, parent, commit string) bool {
-	cfg, err := os.ReadFile(from.Config)
-	if err != nil || bytes.Contains(cfg, []byte("\nCONFIG_LOCALVERSION_AUTO=y\n")) {
+	cfg, err := kconfig.Values(from.Config)
+	if err != nil || cfg["CONFIG_LOCALVERSION_AUTO"] == "y" {
 		return false
 	}
 	return !tree.AtTag(ctx, parent) && !tree.AtTag(ctx, commit)
