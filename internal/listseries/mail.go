@@ -57,14 +57,21 @@ type Message struct {
 	Raw  []byte
 }
 
+// A subject's start: reply prefixes, then bracketed groups.
+const (
+	replies = `(?i)^\s*(?:(?:re|aw|fwd?):\s*)*`
+	groups  = `(?:\[[^\]]*\]\s*)*`
+	patchIn = `\[[^\]]*\bpatch` // a group holding the PATCH word
+)
+
 var (
 	// The PATCH word may be in any of the leading groups: "[RFC][PATCH 1/3]"
 	// and "[net-next][PATCH]" are how some senders tag a series.
-	patchWord = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
+	patchWord = regexp.MustCompile(replies + groups + patchIn)
 	// "[for-next][PATCH 01/11]", "[GIT PULL][PATCH]": a maintainer's copy to
 	// the list of what is already in a tree (a group of its own before the
 	// PATCH one; "[PATCH for-next]" is a posting aimed at that branch).
-	appliedTag   = regexp.MustCompile(`(?i)^\s*(?:(?:re|aw|fwd?):\s*)*(?:\[[^\]]*\]\s*)*(\[(?:for-[^\]]*|git pull[^\]]*)\])\s*(?:\[[^\]]*\]\s*)*\[[^\]]*\bpatch`)
+	appliedTag   = regexp.MustCompile(replies + groups + `(\[(?:for-[^\]]*|git pull[^\]]*)\])\s*` + groups + patchIn)
 	baseLine     = regexp.MustCompile(`(?m)^base-commit: *([0-9a-f]{7,64})\s*$`)
 	changeIDLine = regexp.MustCompile(`(?m)^change-id: *(\S+)\s*$`)
 	msgID        = regexp.MustCompile(`<([^<>\s]+)>`)
@@ -114,8 +121,9 @@ func Classify(raw []byte) Message {
 	case !patchWord.MatchString(m.Subject):
 		m.Kind, m.Reason = Other, "no [PATCH] tag in the subject"
 		return m
-	case appliedTag.MatchString(m.Subject):
-		m.Kind, m.Reason = Other, "tagged "+appliedTag.FindStringSubmatch(m.Subject)[1]+": a record of patches already in a maintainer's tree, not a posting for review"
+	}
+	if g := appliedTag.FindStringSubmatch(m.Subject); g != nil {
+		m.Kind, m.Reason = Other, "tagged "+g[1]+": a record of patches already in a maintainer's tree, not a posting for review"
 		return m
 	}
 	dec, err := mbox.ReadMail(body)
