@@ -70,6 +70,11 @@ type Arch struct {
 	// boot: under TCG the guest's TSC is the host's, whose rate lab
 	// measures ("" where the arch has no such parameter).
 	TSCkHzParam string
+	// StarvedLines match console lines by which the guest says a boot-time
+	// calibration against its own clocks came out absurd because its vCPU
+	// did not run: the host starved it (vm.StarvedCalibration). Such a
+	// boot measures nothing of the kernel, and is booted again.
+	StarvedLines []string
 }
 
 // Machine is one QEMU machine type, with what goes with it.
@@ -213,6 +218,14 @@ var all = map[string]Arch{
 		// a 2-vCPU boot (printk times) and came out up to 0.2 % off
 		// (2440.3 against 2445.4 MHz).
 		TSCkHzParam: "tsc_early_khz",
+		// calibrate_APIC_clock counts APIC ticks over LAPIC_CAL_LOOPS
+		// jiffies of the TSC. A vCPU descheduled for ~100 ms just before
+		// the count starts (seen here under TCG on the wall clock, a
+		// loaded host: CI with three test packages beside) sees every
+		// jiffy already passed, counts almost no ticks, and the kernel
+		// turns its local APIC timer off; on microvm nothing else ticks,
+		// and the agent's first sleep never ends.
+		StarvedLines: []string{`APIC frequency too slow, disabling apic timer`},
 		// With a thread per vCPU, every cross-CPU spin-wait of the boot
 		// runs on the 2 host CPUs against the vCPUs it waits for: the
 		// parallel bring-up's APs spin until the boot CPU onlines each

@@ -91,7 +91,7 @@ func Build(r *results.Run, dir, generator string) *Document {
 			d.Claims = append(d.Claims, cl)
 		}
 	}
-	d.Caveats = append(append([]string(nil), r.Caveats...), caveats(d.Tables)...)
+	d.Caveats = append(append(append([]string(nil), r.Caveats...), caveats(d.Tables)...), retried(r.Boots)...)
 	d.Header = runHeader(r)
 	if len(d.Tables) == 0 {
 		// A record of other boots (a track's steps) or of none.
@@ -334,6 +334,19 @@ func Reproducer(r *results.Run) string {
 		return cmd
 	}
 	return fmt.Sprintf("git checkout %s && go build -o lab ./cmd/lab && %s", v, cmd)
+}
+
+// retried says which boots were booted again because the host starved
+// their guest's boot-time calibration: the figures are the last try's, and
+// a loaded host is worth knowing of.
+func retried(boots []results.Boot) []string {
+	var out []string
+	for _, b := range boots {
+		if n := len(b.Retried); n > 0 {
+			out = append(out, fmt.Sprintf("boot %d was booted %d more time(s): the host starved its guest's boot-time timer calibration (a loaded host); the discarded tries' consoles are beside %s", b.Index, n, b.Console))
+		}
+	}
+	return out
 }
 
 func caveats(tables []verdict.Table) []string {

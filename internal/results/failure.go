@@ -20,6 +20,7 @@ const (
 	FailExpect    = "console-expect" // a console line the lab requires never showed
 	FailFlood     = "flood"          // the guest wrote more than lab reads (results port or console)
 	FailInfra     = "infrastructure" // QEMU could not start or run, QMP, pinning, files: not the kernel's fault
+	FailStarved   = "host-starved"   // the host left the vCPU unrun while the kernel calibrated a timer (arch.StarvedLines)
 	FailInterrupt = "interrupted"    // the user stopped lab
 	// FailUnknown is a failure recorded before kinds were (schema 0).
 	FailUnknown = "unknown"

@@ -35,6 +35,7 @@ func TestFailureKind(t *testing.T) {
 		{fmt.Errorf("boot 3: %w", kindError{FailHang}), FailHang, true},
 		{kindError{FailShape}, FailShape, true},
 		{kindError{FailInfra}, FailInfra, false},
+		{fmt.Errorf("boot 1: %w", kindError{FailStarved}), FailStarved, false},
 		{fmt.Errorf("boot interrupted: %w", context.Canceled), FailInterrupt, false},
 		{context.DeadlineExceeded, FailInterrupt, false},
 		{errors.New("qemu-system-x86_64: not found"), FailInfra, false},

@@ -482,6 +482,10 @@ type Boot struct {
 	// emulated NUMA, TCG), shown in table headers.
 	Caveats []string `json:"caveats,omitempty"`
 	Pinning string   `json:"pinning,omitempty"` // whether and how vCPU threads were pinned
+	// Retried are the tries of this boot discarded before the one recorded,
+	// and why: the host starved the guest's boot-time calibration
+	// (FailStarved). Their consoles are kept beside this boot's.
+	Retried []string `json:"retried,omitempty"`
 }
 
 // Ratio is a within-boot scaling ratio: rate(P producers)/rate(1 producer)

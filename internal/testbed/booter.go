@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"lab/initramfs/protocol"
 	"lab/internal/benchmark"
@@ -46,7 +47,8 @@ type Booter struct {
 // Run boots kernel with plan p as boot number idx, into a folder named
 // after idx and name (the variant, or a bisect's step). The returned Boot
 // is filled in as far as the boot got; the error is a *vm.BootError when
-// the kernel is at fault.
+// the guest showed what went wrong (results.FailureKind says whether the
+// kernel is at fault).
 func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, initrd string, v variant.Variant, idx int, name, label string) (results.Boot, error) {
 	if bt.QMP == "" {
 		dir, err := os.MkdirTemp("", "lab-qmp-")
@@ -86,8 +88,8 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		cfg.Records = func(n int) { bt.Results(min(max(n-1, 0), want)) }
 	}
 	bt.Logf("%s (deadline %s to boot, then %s per record)", label, p.BootDeadline.Round(time.Second), p.Quiet.Round(time.Second))
-	out, err := bt.Boot(ctx, cfg, p.BootDeadline, func(s string) { bt.Logf("%s: %s", label, s) })
-	b.Outcome = recordOutcome(out)
+	out, retried, err := bt.boot(ctx, cfg, p.BootDeadline, label)
+	b.Outcome, b.Retried = recordOutcome(out), retried
 	if out != nil {
 		for i, rec := range out.Records {
 			switch rec.Type {
@@ -110,6 +112,30 @@ func (bt Booter) Run(ctx context.Context, p ShapePlan, kernel results.Kernel, in
 		return b, err
 	}
 	return b, nil
+}
+
+// starvedTries is how many times in all a boot is tried while the host
+// starves its guest's boot-time calibration (results.FailStarved): that
+// says nothing of the kernel, and a loaded host's stall passes.
+const starvedTries = 3
+
+// boot runs one boot, again when the host starved the guest's calibration.
+// Each discarded try's console stays in the boot's folder as
+// console.tryN.log, and retried says why each was discarded.
+func (bt Booter) boot(ctx context.Context, cfg vm.Config, deadline time.Duration, label string) (out *vm.Outcome, retried []string, err error) {
+	for try := 1; ; try++ {
+		out, err = bt.Boot(ctx, cfg, deadline, func(s string) { bt.Logf("%s: %s", label, s) })
+		var be *vm.BootError
+		if try == starvedTries || !errors.As(err, &be) || be.Kind != results.FailStarved {
+			return out, retried, err
+		}
+		kept := fmt.Sprintf("console.try%d.log", try)
+		if os.Rename(cfg.ConsoleLog(), filepath.Join(cfg.Dir, kept)) != nil {
+			return out, retried, err // the next try would overwrite the evidence
+		}
+		retried = append(retried, fmt.Sprintf("try %d of %d: %s; its console is %s", try, starvedTries, be.Reason, kept))
+		bt.Logf("%s: booting again: %s", label, be.Reason)
+	}
 }
 
 // pathSafe keeps a label usable as a file name.

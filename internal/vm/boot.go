@@ -131,6 +131,11 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
 		}
+		if kind == results.FailHang {
+			if k, w := c.starved(); k != "" {
+				kind, why = k, w
+			}
+		}
 		return out, c.bootError(kind, why)
 	}
 	exitErr, kind, why := c.watch(bctx, exited, out, start, deadline, quiet, progress, sample)
@@ -276,6 +281,11 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 					out.ToAgent = time.Since(start)
 					progress(fmt.Sprintf("agent up after %.1fs", out.ToAgent.Seconds()))
 					tick.Reset(lifeTick)
+					// The calibrations are done by now; a starved one
+					// would spoil (or hang) all that follows.
+					if kind, why := c.starved(); kind != "" {
+						return nil, kind, why
+					}
 				}
 				n := countLines(c.ResultsPath())
 				sample(n)
@@ -293,6 +303,18 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 			return nil, results.FailInterrupt, "interrupted"
 		}
 	}
+}
+
+// starved says whether the guest's console tells that the host starved a
+// boot-time calibration (arch.Arch.StarvedLines): the failure's kind and
+// why, or "" when it does not.
+func (c Config) starved() (kind, why string) {
+	f, ok, err := starvedCalibration(c.ConsoleLog(), c.Arch.StarvedLines)
+	if err != nil || !ok {
+		return "", ""
+	}
+	return results.FailStarved, fmt.Sprintf("console line %d, %q: the kernel calibrated a timer at boot while the host left "+
+		"its vCPU unrun (a loaded host; TCG on the wall clock above all), so this boot measures nothing of the kernel", f.Line, f.Text)
 }
 
 // signalled says whether QEMU's stderr has its line for a termination

@@ -7,6 +7,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"lab/internal/results"
 )
 
 // Finding is a line of the console log where the kernel reported a problem.
@@ -85,4 +87,43 @@ func ScanConsoleText(r io.Reader) ([]Finding, error) {
 			return out, err
 		}
 	}
+}
+
+// starvedScan is how much of the console starvedCalibration reads: the
+// calibrations are early in the boot, before the agent starts.
+const starvedScan = 4 << 20
+
+// starvedCalibration finds the first console line by which the guest says
+// a boot-time calibration against its own clocks was starved by the host
+// (arch.Arch.StarvedLines), in the first starvedScan bytes of the log.
+func starvedCalibration(path string, lines []string) (Finding, bool, error) {
+	if len(lines) == 0 {
+		return Finding{}, false, nil
+	}
+	res := make([]*regexp.Regexp, len(lines))
+	for i, l := range lines {
+		re, err := regexp.Compile(l)
+		if err != nil {
+			return Finding{}, false, fmt.Errorf("the arch's starved line %q: %w", l, err)
+		}
+		res[i] = re
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Finding{}, false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, starvedScan))
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for n := 1; sc.Scan(); n++ {
+		for _, re := range res {
+			if re.Match(sc.Bytes()) {
+				text := strings.ToValidUTF8(strings.TrimSpace(sc.Text()), "?")
+				return Finding{Line: n, Kind: results.FailStarved, Text: text}, true, nil
+			}
+		}
+	}
+	// A line longer than the buffer ends the scan: the kernel's own lines
+	// are short, so what follows one is the guest's, not a calibration.
+	return Finding{}, false, nil
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"lab/internal/arch"
 )
 
 func TestScanConsole(t *testing.T) {
@@ -45,5 +47,36 @@ func TestScanConsole(t *testing.T) {
 `), 0o644)
 	if got, _ := ScanConsole(p); len(got) != 0 {
 		t.Errorf("benign log flagged: %+v", got)
+	}
+}
+
+// A console that says the host starved a boot-time calibration, as the
+// arch table spells it: found with its line; not in a clean boot, nor
+// where the arch has no such line.
+func TestStarvedCalibration(t *testing.T) {
+	x86, _ := arch.Lookup("x86_64")
+	arm, _ := arch.Lookup("arm64")
+	clean := "[    0.0] Linux version 6.12.117\r\nlab-agent: started\r\n"
+	starved := "[    0.0] Linux version 6.12.117\r\n[    0.196174] APIC frequency too slow, disabling apic timer\r\nlab-agent: started\r\n"
+	for _, tc := range []struct {
+		name, console string
+		lines         []string
+		line          int
+	}{
+		{"x86_64 starved", starved, x86.StarvedLines, 2},
+		{"x86_64 clean", clean, x86.StarvedLines, 0},
+		{"arm64 has no such calibration", starved, arm.StarvedLines, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "console.log")
+			os.WriteFile(p, []byte(tc.console), 0o644)
+			f, ok, err := starvedCalibration(p, tc.lines)
+			if err != nil || ok != (tc.line > 0) || f.Line != tc.line {
+				t.Fatalf("got %+v %v %v, want line %d", f, ok, err, tc.line)
+			}
+			if ok && f.Text != "[    0.196174] APIC frequency too slow, disabling apic timer" {
+				t.Errorf("text %q", f.Text)
+			}
+		})
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"strings"
 )
 
-// BootError is a boot that did not deliver its results because of the
-// kernel (or the guest it runs): the kernel under test is at fault.
+// BootError is a boot that did not deliver its results, as the guest
+// showed: mostly because of the kernel (or the guest it runs), except
+// where the guest showed that the host starved it (results.KernelFault
+// tells the kinds apart).
 type BootError struct {
 	Kind    string   // results.FailPanic, results.FailHang, ...: package results owns the kinds
 	Reason  string   // what happened

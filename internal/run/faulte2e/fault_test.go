@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"lab/initramfs/protocol"
+	"lab/internal/report"
 	"lab/internal/results"
 	"lab/internal/run"
 	"lab/internal/run/runtest"
@@ -212,6 +213,74 @@ func TestFaultQEMUKilled(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	checkFault(t, res, dir, err, results.FailInfra)
+}
+
+// A host that does not run the guest while its kernel calibrates the local
+// APIC timer (here: QEMU stopped for 120 ms at a time, let run for 3 ms,
+// until the guest says so or its agent starts): the guest turns that timer
+// off, the boot is not the kernel's failure and is booted again, and the
+// run delivers, saying so, the first try's console kept.
+func TestFaultHostStarvesCalibration(t *testing.T) {
+	e2e(t)
+	lab := runtest.SmallLab(t, "x86_64")
+	runtest.OneCPU(t, lab, spec.MeasureWall)
+	resultsDir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	starved := make(chan string, 1)
+	go func() { starved <- starve(ctx, resultsDir) }()
+	res, dir, err, out := runQuiet(t, ctx, run.Options{Lab: lab, ResultsDir: resultsDir, Parallel: 1, Only: variant.Baseline})
+	cancel()
+	t.Logf("the starving: %s", <-starved)
+	if err != nil || res == nil || len(res.Boots) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b := res.Boots[0]
+	if !b.OK() || len(b.Retried) != 1 || !strings.Contains(b.Retried[0], "APIC frequency too slow") {
+		t.Fatalf("boot: failure %+v, retried %q", b.Failure, b.Retried)
+	}
+	t.Logf("retried: %s", b.Retried[0])
+	first, rerr := os.ReadFile(filepath.Join(dir, filepath.Dir(b.Console), "console.try1.log"))
+	if rerr != nil || !strings.Contains(string(first), "APIC frequency too slow") {
+		t.Errorf("the first try's console: %v\n%s", rerr, first)
+	}
+	if md := report.Markdown(report.Build(res, dir, "test")); !strings.Contains(md, "the host starved its guest's boot-time timer calibration") {
+		t.Errorf("the report does not say boot 1 was booted again:\n%s", md)
+	}
+	noQEMUIn(t, dir)
+}
+
+// starve stops and continues the first boot's QEMU until its console shows
+// the calibration failed or its agent started, and says how it ended. Only
+// the first try is starved: the next one's QEMU starts after the first
+// try's console is renamed.
+func starve(ctx context.Context, resultsDir string) string {
+	var pid int
+	for ctx.Err() == nil && pid == 0 {
+		time.Sleep(20 * time.Millisecond)
+		dirs, _ := filepath.Glob(filepath.Join(resultsDir, "*", "*", "boots", "01-*"))
+		if len(dirs) > 0 {
+			pid = runtest.QEMUOf(dirs[0])
+		}
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	consoles, _ := filepath.Glob(filepath.Join(resultsDir, "*", "*", "boots", "01-*", "console.log"))
+	for stops := 0; ctx.Err() == nil; stops++ {
+		if len(consoles) == 0 {
+			consoles, _ = filepath.Glob(filepath.Join(resultsDir, "*", "*", "boots", "01-*", "console.log"))
+		} else if data, _ := os.ReadFile(consoles[0]); bytes.Contains(data, []byte("APIC frequency too slow")) {
+			return fmt.Sprintf("the guest turned its APIC timer off after %d stops", stops)
+		} else if bytes.Contains(data, []byte("lab-agent: started")) {
+			return fmt.Sprintf("the agent started after %d stops, the calibration unharmed", stops)
+		}
+		if syscall.Kill(pid, syscall.SIGSTOP) != nil {
+			return "QEMU went away"
+		}
+		time.Sleep(120 * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGCONT)
+		time.Sleep(3 * time.Millisecond)
+	}
+	return "stopped: " + ctx.Err().Error()
 }
 
 // A QEMU that cannot start (here: its kernel is gone) is an infrastructure
