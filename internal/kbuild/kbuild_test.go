@@ -219,6 +219,37 @@ func TestMakeCommandCCache(t *testing.T) {
 	}
 }
 
+// A kernel with debug info is built without variable-location tracking
+// (its DWARF is for BTF), a user's KCFLAGS kept before; one without debug
+// info gets make's command as before.
+func TestMakeCommandDebugInfo(t *testing.T) {
+	a, _ := arch.Lookup("arm64")
+	b := &Builder{CacheDir: t.TempDir(), SrcDir: t.TempDir(), Jobs: 2}
+	for _, tc := range []struct {
+		name, config, env, want string
+	}{
+		{"debug info", "CONFIG_DEBUG_INFO=y\nCONFIG_DEBUG_INFO_BTF=y\n", "", "KCFLAGS=-fno-var-tracking -fno-var-tracking-assignments"},
+		{"a user's KCFLAGS", "CONFIG_DEBUG_INFO=y\n", "-Wno-error", "KCFLAGS=-Wno-error -fno-var-tracking -fno-var-tracking-assignments"},
+		{"none", "# CONFIG_DEBUG_INFO is not set\n", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KCFLAGS", tc.env)
+			out := t.TempDir()
+			os.WriteFile(filepath.Join(out, ".config"), []byte(tc.config), 0o644)
+			_, args := b.makeCommand(context.Background(), a, out, true)
+			got := ""
+			for _, arg := range args {
+				if strings.HasPrefix(arg, "KCFLAGS=") {
+					got = arg
+				}
+			}
+			if got != tc.want || args[len(args)-1] != a.ImageTarget {
+				t.Errorf("make %q: KCFLAGS %q, want %q, and the image target last", args, got, tc.want)
+			}
+		})
+	}
+}
+
 // Configure runs beside the import only in a cold cache: a folder that is
 // there already, or another tree's that a build would seed from (which
 // needs the tree's git hash), leaves it to Build, untouched.
