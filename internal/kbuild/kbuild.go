@@ -32,8 +32,11 @@ import (
 )
 
 // recipe changes whenever the way lab builds kernels changes, so that old
-// cache entries are not reused for a different recipe.
-const recipe = "tinyconfig+merge_config+olddefconfig v2 (reproducible)"
+// cache entries are not reused for a different recipe. v3: a kernel with
+// debug info is compiled without variable locations (noVarTracking), which
+// changes its DWARF and so its build ID, 20 bytes of the image (and the
+// vDSO's): the same key must mean the same image.
+const recipe = "tinyconfig+merge_config+olddefconfig v3 (reproducible; debug info without variable locations)"
 
 // Inputs is everything a kernel image depends on: the content of the source
 // tree, the config fragments, the compiler and the arch. Not the lab, the
@@ -518,8 +521,9 @@ func (b *Builder) makeCommand(ctx context.Context, a arch.Arch, out string, cold
 // locations, whose tracking was most of what -g costs (measured here on
 // five of the arm64 kernel's largest files: -11.5 % compile CPU with these
 // flags, -14 % with no debug info at all). Neither flag changes the code
-// (GCC's -g never does), nor the types BTF holds. A user's KCFLAGS
-// are kept, before them.
+// (GCC's -g never does) or the BTF: the fresh suite's arm64 kernel kept its
+// BTF and System.map byte for byte, and its image differed only in the
+// build IDs (recipe). A user's KCFLAGS are kept, before them.
 const noVarTracking = "-fno-var-tracking -fno-var-tracking-assignments"
 
 // makeLog is what a build's output says as it goes: the compile steps so
