@@ -131,11 +131,6 @@ func Boot(ctx context.Context, c Config, deadline time.Duration, progress func(s
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("boot interrupted: %w", ctx.Err())
 		}
-		if kind == results.FailHang {
-			if k, w := c.starved(); k != "" {
-				kind, why = k, w
-			}
-		}
 		return out, c.bootError(kind, why)
 	}
 	exitErr, kind, why := c.watch(bctx, exited, out, start, deadline, quiet, progress, sample)
@@ -294,6 +289,9 @@ func (c Config) watch(bctx context.Context, exited <-chan error, out *Outcome, s
 				}
 			}
 			if time.Since(lastLife) > limit {
+				if kind, why := c.starved(); kind != "" {
+					return nil, kind, why // hung for want of a timer
+				}
 				if out.ToAgent == 0 {
 					return nil, results.FailHang, fmt.Sprintf("deadline of %v passed before the agent reported: guest hung or too slow to boot", limit)
 				}

@@ -131,6 +131,15 @@ func checkFault(t *testing.T, res *results.Run, dir string, err error, kind stri
 	noQEMUIn(t, dir)
 }
 
+// oneCPUWallLab is the suite's small x86_64 lab at one vCPU on the wall
+// clock: the faults are in the boots, not in the figures.
+func oneCPUWallLab(t *testing.T) *spec.Lab {
+	t.Helper()
+	lab := runtest.SmallLab(t, "x86_64")
+	runtest.OneCPU(t, lab, spec.MeasureWall)
+	return lab
+}
+
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
 // noQEMUIn fails if a QEMU of a boot under dir still runs.
@@ -186,8 +195,7 @@ func TestFaultGuestHang(t *testing.T) {
 // failure, the boot before it kept.
 func TestFaultQEMUKilled(t *testing.T) {
 	e2e(t)
-	lab := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, lab, spec.MeasureWall)
+	lab := oneCPUWallLab(t)
 	resultsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -222,8 +230,7 @@ func TestFaultQEMUKilled(t *testing.T) {
 // run delivers, saying so, the first try's console kept.
 func TestFaultHostStarvesCalibration(t *testing.T) {
 	e2e(t)
-	lab := runtest.SmallLab(t, "x86_64")
-	runtest.OneCPU(t, lab, spec.MeasureWall)
+	lab := oneCPUWallLab(t)
 	resultsDir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
