@@ -61,7 +61,9 @@ func TestDisturbed(t *testing.T) {
 		{[]protocol.Sample{clean}, 1, 100e3},
 		{[]protocol.Sample{clean, hit, clean}, 1, 464e3},
 		{[]protocol.Sample{two}, 2, 100e3},
-		{[]protocol.Sample{{IntervalNS: 1e9}}, 1, 0}, // no producer time recorded
+		// The producers had none of it: the host did not run the guest
+		// while they started (CI: a 250 ms sample of 1.26 s, no hit).
+		{[]protocol.Sample{{IntervalNS: 1.26e9}}, 1, 1.26e9},
 	} {
 		if got := disturbed(tc.samples, tc.producers); got != tc.want {
 			t.Errorf("%+v at %d producers: %d ns, want %d", tc.samples, tc.producers, got, tc.want)
@@ -69,5 +71,16 @@ func TestDisturbed(t *testing.T) {
 	}
 	if disturbed([]protocol.Sample{hit}, 1) <= protocol.MaxElsewhereNS || disturbed([]protocol.Sample{clean}, 1) > protocol.MaxElsewhereNS {
 		t.Errorf("the disturbed sample measured in a guest (464 µs elsewhere) and a clean one (100 µs) fall on the wrong sides of %d ns", protocol.MaxElsewhereNS)
+	}
+	// Under the wall clock only a starved sample is taken again: half of
+	// a 250 ms sample, not the 10 % a busy host takes from any.
+	wall := protocol.Job{SampleMS: 250, RetakeAboveNS: 125e6}
+	busy := protocol.Sample{IntervalNS: 250e6, ProducerNS: 225e6}
+	starved := protocol.Sample{IntervalNS: 1.26e9}
+	if disturbed([]protocol.Sample{busy}, 1) > wall.RetakeAbove() || disturbed([]protocol.Sample{starved}, 1) <= wall.RetakeAbove() {
+		t.Errorf("a busy wall-clock sample and a starved one fall on the wrong sides of %d ns", wall.RetakeAbove())
+	}
+	if (protocol.Job{}).RetakeAbove() != protocol.MaxElsewhereNS {
+		t.Errorf("a job without RetakeAboveNS retakes above %d ns, want %d", (protocol.Job{}).RetakeAbove(), protocol.MaxElsewhereNS)
 	}
 }

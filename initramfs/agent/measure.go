@@ -104,8 +104,9 @@ func withProducers(p int, job protocol.Job, loop string, f func(*producers) erro
 // as the kernel's bench does, unless the job says less), timing each
 // interval. hits counts what the benchmark measures (probe hits); nil
 // means the producers' own calls. A measured sample the producers did not
-// have to themselves (deferred kernel work landed in it:
-// protocol.MaxElsewhereNS) is taken again, up to job.Retakes times; the
+// have to themselves (deferred kernel work landed in it under icount, the
+// host starved the guest under the wall clock: job.RetakeAbove) is taken
+// again, up to job.Retakes times; the
 // least disturbed try is kept, the others recorded as Retaken. A retake
 // carries none of the producers' start, which the first sample does:
 // uprobe-nop's retaken second read 0.003 % above a clean first one under
@@ -149,7 +150,7 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 			if err != nil {
 				return err
 			}
-			for try := 0; try < job.Retakes && disturbed([]protocol.Sample{s}, p) > protocol.MaxElsewhereNS; try++ {
+			for try := 0; try < job.Retakes && disturbed([]protocol.Sample{s}, p) > job.RetakeAbove(); try++ {
 				again, err := next()
 				if err != nil {
 					return err
@@ -169,11 +170,17 @@ func measure(res *protocol.Result, p int, job protocol.Job, hits func() (uint64,
 }
 
 // disturbed is the most time, per producer, any of the samples gave to the
-// rest of the guest.
+// rest of the guest. The agent records its producers' CPU time, so a
+// sample in which they had none (the host did not run the guest while
+// they started) gave all of it.
 func disturbed(samples []protocol.Sample, producers int) int64 {
 	var most int64
 	for _, s := range samples {
-		most = max(most, s.ElsewhereNS(producers))
+		elsewhere := s.ElsewhereNS(producers)
+		if s.ProducerNS <= 0 {
+			elsewhere = s.IntervalNS
+		}
+		most = max(most, elsewhere)
 	}
 	return most
 }

@@ -42,6 +42,12 @@ type Job struct {
 	// have to themselves (MaxElsewhereNS) is taken again (icount); the
 	// least disturbed is kept, the others recorded as Result.Retaken.
 	Retakes int `json:"r,omitempty"`
+	// RetakeAboveNS is how much of a sample's time, per producer, may go
+	// to the rest of the guest before the sample is taken again: 0 is
+	// MaxElsewhereNS (icount). Under the wall clock it is half a sample:
+	// only a sample the host starved is taken again (the guest's clock
+	// went on while the producers did not run; one in CI read no hit).
+	RetakeAboveNS int64 `json:"ra,omitempty"`
 	// Tools are guest tools in the image that measure each benchmark
 	// again, after the agent (bpf-bench: the kernel's own bench).
 	Tools []string `json:"t,omitempty"`
@@ -52,6 +58,15 @@ type Job struct {
 	// instruction counter runs. That sample is not a measured one (nor
 	// the few more it takes when it caught under MinStackSamples).
 	StackHz int `json:"k,omitempty"`
+}
+
+// RetakeAbove is how much of a sample's time, per producer, may go to the
+// rest of the guest before the sample is taken again.
+func (j Job) RetakeAbove() int64 {
+	if j.RetakeAboveNS > 0 {
+		return j.RetakeAboveNS
+	}
+	return MaxElsewhereNS
 }
 
 // Sample is one sample's length.

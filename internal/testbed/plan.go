@@ -142,11 +142,15 @@ func job(lab *spec.Lab, cpus int, clock string) protocol.Job {
 	if m.Sample() != time.Second {
 		j.SampleMS = int(m.Sample().Milliseconds())
 	}
+	j.Retakes = ICountRetakes
 	if clock == results.ClockICount {
 		// Free under icount; under the wall clock it would cost
 		// real seconds per benchmark for less than the noise.
 		j.SettleMS = ICountSettleMS
-		j.Retakes = ICountRetakes
+	} else {
+		// Under the wall clock a guest always loses some of a sample
+		// to its host; only one it lost half of is taken again.
+		j.RetakeAboveNS = m.Sample().Nanoseconds() / 2
 	}
 	return j
 }
@@ -160,7 +164,8 @@ const ICountSettleMS = 1000
 // ICountRetakes is how many times an icount sample that deferred kernel
 // work landed in (protocol.MaxElsewhere) is taken again. Under icount such
 // work falls where the image's instruction count puts it, so an image
-// without a code change could read 0.045 % apart from its parent's.
+// without a code change could read 0.045 % apart from its parent's. Under
+// the wall clock, a sample the host starved is taken again as often.
 const ICountRetakes = 2
 
 // ParallelCaveat marks wall-clock figures of guests that ran side by side.

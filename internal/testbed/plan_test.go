@@ -81,3 +81,23 @@ func TestJobSamples(t *testing.T) {
 		}
 	}
 }
+
+// Both clocks take a disturbed sample again: under icount one that lost
+// more than protocol.MaxElsewhereNS to the rest of the guest, under the
+// wall clock only one its host starved of half its time.
+func TestJobRetakes(t *testing.T) {
+	lab := &spec.Lab{Matrix: spec.Matrix{Benchmarks: []string{"uprobe-nop"}, Producers: []int{1}}}
+	lab.Matrix.Duration.Duration = 250 * time.Millisecond
+	for _, tc := range []struct {
+		clock string
+		above int64
+	}{
+		{results.ClockICount, protocol.MaxElsewhereNS},
+		{results.ClockWall, 125e6},
+	} {
+		j := job(lab, 1, tc.clock)
+		if j.Retakes != ICountRetakes || j.RetakeAbove() != tc.above {
+			t.Errorf("%s: %d retakes above %d ns, want %d above %d", tc.clock, j.Retakes, j.RetakeAbove(), ICountRetakes, tc.above)
+		}
+	}
+}
