@@ -72,8 +72,9 @@ type Arch struct {
 	TSCkHzParam string
 	// StarvedLines match console lines by which the guest says a boot-time
 	// calibration against its own clocks came out absurd because its vCPU
-	// did not run: the host starved it (vm.StarvedCalibration). Such a
-	// boot measures nothing of the kernel, and is booted again.
+	// did not run: the host starved it. vm stops such a boot as
+	// results.FailStarved; it measures nothing of the kernel, and
+	// testbed's Booter boots it again.
 	StarvedLines []string
 }
 

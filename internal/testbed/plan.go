@@ -142,7 +142,7 @@ func job(lab *spec.Lab, cpus int, clock string) protocol.Job {
 	if m.Sample() != time.Second {
 		j.SampleMS = int(m.Sample().Milliseconds())
 	}
-	j.Retakes = ICountRetakes
+	j.Retakes = SampleRetakes
 	if clock == results.ClockICount {
 		// Free under icount; under the wall clock it would cost
 		// real seconds per benchmark for less than the noise.
@@ -161,12 +161,12 @@ func job(lab *spec.Lab, cpus int, clock string) protocol.Job {
 // (docs/validation.md).
 const ICountSettleMS = 1000
 
-// ICountRetakes is how many times an icount sample that deferred kernel
-// work landed in (protocol.MaxElsewhere) is taken again. Under icount such
-// work falls where the image's instruction count puts it, so an image
-// without a code change could read 0.045 % apart from its parent's. Under
-// the wall clock, a sample the host starved is taken again as often.
-const ICountRetakes = 2
+// SampleRetakes is how many times a disturbed sample is taken again: under
+// icount one that deferred kernel work landed in (protocol.MaxElsewhere),
+// which falls where the image's instruction count puts it, so an image
+// without a code change could read 0.045 % apart from its parent's; under
+// the wall clock one the host starved (Job.RetakeAboveNS).
+const SampleRetakes = 2
 
 // ParallelCaveat marks wall-clock figures of guests that ran side by side.
 const ParallelCaveat = "parallel wall-clock boots: %d guests ran at once and slowed each other; compare only within this run"

@@ -96,8 +96,8 @@ func TestJobRetakes(t *testing.T) {
 		{results.ClockWall, 125e6},
 	} {
 		j := job(lab, 1, tc.clock)
-		if j.Retakes != ICountRetakes || j.RetakeAbove() != tc.above {
-			t.Errorf("%s: %d retakes above %d ns, want %d above %d", tc.clock, j.Retakes, j.RetakeAbove(), ICountRetakes, tc.above)
+		if j.Retakes != SampleRetakes || j.RetakeAbove() != tc.above {
+			t.Errorf("%s: %d retakes above %d ns, want %d above %d", tc.clock, j.Retakes, j.RetakeAbove(), SampleRetakes, tc.above)
 		}
 	}
 }

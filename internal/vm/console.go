@@ -25,10 +25,7 @@ func (f Finding) String() string {
 // problems are the kernel's own words for something having gone wrong: a
 // WARN (lockdep and suspicious-RCU reports are WARNINGs too), a BUG, an oops,
 // a panic, an RCU stall, a hung task.
-var problems = []struct {
-	kind string
-	re   *regexp.Regexp
-}{
+var problems = []pattern{
 	{"lockdep", regexp.MustCompile(`WARNING: (possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|bad unlock balance)`)},
 	{"warning", regexp.MustCompile(`WARNING: CPU: \d+ PID: \d+ at |------------\[ cut here \]------------|WARNING: `)},
 	{"bug", regexp.MustCompile(`BUG: |kernel BUG at `)},
@@ -53,10 +50,22 @@ func ScanConsole(path string) ([]Finding, error) {
 // maxFindings bounds what a console full of warnings produces.
 const maxFindings = 100
 
+// pattern is a kind of console line and how to know it.
+type pattern struct {
+	kind string
+	re   *regexp.Regexp
+}
+
 // ScanConsoleText scans console output. A line over 64 KiB is judged by
 // its first 64 KiB: the kernel's own lines are short, and the guest's are
 // untrusted.
 func ScanConsoleText(r io.Reader) ([]Finding, error) {
+	return scan(r, problems, maxFindings)
+}
+
+// scan finds the lines of r that match a pattern, first match per line, at
+// most limit of them.
+func scan(r io.Reader, patterns []pattern, limit int) ([]Finding, error) {
 	var out []Finding
 	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
@@ -66,7 +75,7 @@ func ScanConsoleText(r io.Reader) ([]Finding, error) {
 			_, isPrefix, err = br.ReadLine() // the rest of a long line
 		}
 		if len(line) > 0 || err == nil {
-			for _, p := range problems {
+			for _, p := range patterns {
 				if p.re.MatchString(line) {
 					text := strings.TrimSpace(line)
 					if len(text) > 500 {
@@ -76,7 +85,7 @@ func ScanConsoleText(r io.Reader) ([]Finding, error) {
 					break
 				}
 			}
-			if len(out) >= maxFindings {
+			if len(out) >= limit {
 				return out, nil
 			}
 		}
@@ -100,30 +109,22 @@ func starvedCalibration(path string, lines []string) (Finding, bool, error) {
 	if len(lines) == 0 {
 		return Finding{}, false, nil
 	}
-	res := make([]*regexp.Regexp, len(lines))
+	patterns := make([]pattern, len(lines))
 	for i, l := range lines {
 		re, err := regexp.Compile(l)
 		if err != nil {
 			return Finding{}, false, fmt.Errorf("the arch's starved line %q: %w", l, err)
 		}
-		res[i] = re
+		patterns[i] = pattern{results.FailStarved, re}
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Finding{}, false, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, starvedScan))
-	sc.Buffer(make([]byte, 64<<10), 64<<10)
-	for n := 1; sc.Scan(); n++ {
-		for _, re := range res {
-			if re.Match(sc.Bytes()) {
-				text := strings.ToValidUTF8(strings.TrimSpace(sc.Text()), "?")
-				return Finding{Line: n, Kind: results.FailStarved, Text: text}, true, nil
-			}
-		}
+	found, err := scan(io.LimitReader(f, starvedScan), patterns, 1)
+	if err != nil || len(found) == 0 {
+		return Finding{}, false, err
 	}
-	// A line longer than the buffer ends the scan: the kernel's own lines
-	// are short, so what follows one is the guest's, not a calibration.
-	return Finding{}, false, nil
+	return found[0], true, nil
 }
