@@ -497,3 +497,64 @@ func findHunk(patch, file, line string) string {
 	}
 	return ""
 }
+
+// Paths lists every path the series' patches read or write: their diffs'
+// old and new names, renames' and copies' included. complete is false when
+// a path may be missing from the list (git quoted it, or a diff names its
+// files in a way not read here), and a caller that needs them all must not
+// rely on it.
+func (s *Series) Paths() (paths []string, complete bool, err error) {
+	seen := map[string]bool{}
+	complete = true
+	for _, p := range s.Patches {
+		data, err := os.ReadFile(p.Path)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, l := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
+			ps, ok := diffPaths(l)
+			complete = complete && ok
+			for _, f := range ps {
+				if !seen[f] {
+					seen[f] = true
+					paths = append(paths, f)
+				}
+			}
+		}
+	}
+	return paths, complete, nil
+}
+
+// diffPaths are the paths one line of a patch names, and false when it
+// names one that cannot be read here (quoted, or a "diff --git" line whose
+// two names do not split).
+func diffPaths(l string) ([]string, bool) {
+	if strings.HasPrefix(l, `--- "`) || strings.HasPrefix(l, `+++ "`) {
+		return nil, false
+	}
+	for _, prefix := range []string{"--- a/", "+++ b/", "rename from ", "rename to ", "copy from ", "copy to "} {
+		if f, ok := strings.CutPrefix(l, prefix); ok {
+			if strings.HasPrefix(f, `"`) {
+				return nil, false
+			}
+			return []string{f}, true
+		}
+	}
+	rest, ok := strings.CutPrefix(l, "diff --git ")
+	if !ok {
+		return nil, true
+	}
+	// "a/X b/X" for a change in place; a rename's two names are on its
+	// rename lines.
+	if strings.HasPrefix(rest, `"`) {
+		return nil, false
+	}
+	if n := len(rest); n%2 == 1 {
+		half := (n - 1) / 2
+		a, b := rest[:half], rest[half+1:]
+		if strings.HasPrefix(a, "a/") && strings.HasPrefix(b, "b/") && a[2:] == b[2:] {
+			return []string{a[2:]}, true
+		}
+	}
+	return nil, strings.Contains(rest, " b/")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -237,6 +238,36 @@ func TestTouching(t *testing.T) {
 	} {
 		if got := strings.Join(s.Touching(file), ","); got != want {
 			t.Errorf("Touching(%s) = %q, want %q", file, got, want)
+		}
+	}
+}
+
+// diffPaths reads the paths a patch's header lines name, and says when one
+// cannot be read (a scratch work tree with only the listed files would
+// then lack it).
+func TestDiffPaths(t *testing.T) {
+	for _, tc := range []struct {
+		line     string
+		want     []string
+		complete bool
+	}{
+		{"diff --git a/kernel/kprobes.c b/kernel/kprobes.c", []string{"kernel/kprobes.c"}, true},
+		{"--- a/include/linux/kprobes.h", []string{"include/linux/kprobes.h"}, true},
+		{"+++ b/include/linux/rethook.h", []string{"include/linux/rethook.h"}, true},
+		{"--- /dev/null", nil, true},
+		{"rename from lib/freelist.c", []string{"lib/freelist.c"}, true},
+		{"rename to lib/objpool.c", []string{"lib/objpool.c"}, true},
+		{"copy to lib/b y.c", []string{"lib/b y.c"}, true},
+		{"diff --git a/lib/freelist.c b/lib/objpool.c", nil, true}, // its rename lines name both
+		{"diff --git a/a b/c b/a b/c", []string{"a b/c"}, true},
+		{`diff --git "a/t\303\244st.c" "b/t\303\244st.c"`, nil, false},
+		{`+++ "b/t\303\244st.c"`, nil, false},
+		{"diff --git nonsense", nil, false},
+		{" context line", nil, true},
+	} {
+		got, ok := diffPaths(tc.line)
+		if !slices.Equal(got, tc.want) || ok != tc.complete {
+			t.Errorf("diffPaths(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.complete)
 		}
 	}
 }

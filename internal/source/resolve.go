@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"lab/internal/gitcmd"
 	"lab/internal/series"
 	"lab/internal/variant"
 )
@@ -85,9 +86,6 @@ func (t *Tree) tryOnSource(ctx context.Context, list []*series.Series, mode stri
 			return nil, fmt.Errorf("try series %s on %s: %w", s.Name, t.Desc, err)
 		}
 		if tries[i].forward == nil && tries[i].rerr == nil {
-			if err := t.Checkout(ctx, t.BaseHash); err != nil {
-				return nil, err
-			}
 			return nil, fmt.Errorf("series %s applies both forward and in reverse on %s: the lines it changes are there before and after it; say which with mode: apply (the source lacks it) or mode: revert (the source has it)", s.Name, t.Desc)
 		}
 	}
@@ -155,24 +153,15 @@ func patches(n int) string {
 }
 
 // ApplyOn returns the commit of series s applied forward on commit base,
-// making it on first use and keeping it under refs/lab/ (on the source's
-// own commit it is the patched commit of Variants in mode apply). A series
-// that does not apply leaves the tree at the source's commit.
+// making it on first use, off the work tree (commitOffTree), and keeping it
+// under refs/lab/ (on the source's own commit it is the patched commit of
+// Variants in mode apply).
 func (t *Tree) ApplyOn(ctx context.Context, s *series.Series, base string) (string, error) {
 	ref := fmt.Sprintf("refs/lab/%s-%s-%s", base[:12], series.ModeApply, s.Hash()[:16])
 	if commit, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref); err == nil && commit != "" {
 		return commit, nil
 	}
-	if err := t.Checkout(ctx, base); err != nil {
-		return "", err
-	}
-	if err := s.Apply(ctx, t.git); err != nil {
-		if cerr := t.Checkout(ctx, t.BaseHash); cerr != nil {
-			return "", fmt.Errorf("%w (and resetting the tree: %v)", err, cerr)
-		}
-		return "", err
-	}
-	commit, err := t.git.Output(ctx, "rev-parse", "HEAD")
+	commit, err := t.commitOffTree(ctx, base, s, func(g *gitcmd.Git) error { return s.Apply(ctx, g) })
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,11 @@ package source
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lab/internal/series"
 )
@@ -54,7 +57,27 @@ func TestResolveSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tree.Close()
+			file := filepath.Join(tree.Dir, "kernel", "events", "uprobes.c")
+			old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+			if err := os.Chtimes(file, old, old); err != nil {
+				t.Fatal(err)
+			}
 			resolved, err := tree.ResolveSeries(ctx, []*series.Series{tc.ser}, tc.mode)
+			// Trying the series and making its commits leave the work
+			// tree's files as they were, mtimes included (a build folder's
+			// objects are judged by them), and no scratch tree behind.
+			if fi, serr := os.Stat(file); serr != nil || !fi.ModTime().Equal(old) {
+				t.Errorf("the work tree's uprobes.c was written (%v, %v): a build would recompile what includes it", fi.ModTime(), serr)
+			}
+			if body, _ := os.ReadFile(file); string(body) != tc.body {
+				t.Errorf("the work tree's uprobes.c changed")
+			}
+			if left, _ := filepath.Glob(tree.Dir + scratchSuffix + "*"); len(left) > 0 {
+				t.Errorf("scratch work trees left: %v", left)
+			}
+			if list, _ := tree.git.Output(ctx, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+				t.Errorf("git worktree list:\n%s", list)
+			}
 			var res Resolution
 			if err == nil {
 				if len(resolved.Each) != 1 || resolved.Why != resolved.Each[0].Why || resolved.Baseline != resolved.Each[0].Commits.Baseline {
