@@ -157,3 +157,34 @@ func TestResolveSeriesInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// A scratch work tree a killed run left is removed, with git's record of it,
+// by the next run that makes a commit; other work trees of the repository
+// (a user's own) are left alone.
+func TestStaleScratchTreeRemoved(t *testing.T) {
+	ctx := context.Background()
+	tree, err := Prepare(ctx, Origin{Tarball: fakeTarball(t, "6.12.999", locklessBody)}, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Close()
+	stale := tree.Dir + scratchSuffix + "killed"
+	users := filepath.Join(t.TempDir(), "users")
+	for _, d := range []string{stale, users} {
+		if _, err := tree.git.Run(ctx, "worktree", "add", "-q", "--detach", d, tree.BaseHash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The user deleted their work tree's folder; git still lists it.
+	os.RemoveAll(users)
+	if _, err := tree.ResolveSeries(ctx, []*series.Series{lockless(t)}, ModeAuto); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale scratch tree %s still there (%v)", stale, err)
+	}
+	list, _ := tree.git.Output(ctx, "worktree", "list", "--porcelain")
+	if strings.Contains(list, stale) || !strings.Contains(list, users) {
+		t.Errorf("git worktree list, want the user's and not the stale scratch tree:\n%s", list)
+	}
+}

@@ -442,23 +442,17 @@ func (t *Tree) commitOffTree(ctx context.Context, base string, s *series.Series,
 	if err := t.hold(ctx); err != nil {
 		return "", err
 	}
-	// What a killed run left: this run holds the tree's lock, so no other
-	// uses them.
+	// Scratch trees a killed run left: this run holds the tree's lock, so
+	// no other uses them.
 	stale, _ := filepath.Glob(t.Dir + scratchSuffix + "*")
 	for _, d := range stale {
-		os.RemoveAll(d)
-	}
-	if len(stale) > 0 {
-		t.git.Run(ctx, "worktree", "prune")
+		t.removeScratch(context.WithoutCancel(ctx), d)
 	}
 	dir, err := os.MkdirTemp(filepath.Dir(t.Dir), filepath.Base(t.Dir)+scratchSuffix)
 	if err != nil {
 		return "", err
 	}
-	defer func() {
-		os.RemoveAll(dir)
-		t.git.Run(context.WithoutCancel(ctx), "worktree", "prune")
-	}()
+	defer t.removeScratch(context.WithoutCancel(ctx), dir)
 	if _, err := t.git.Run(ctx, "worktree", "add", "-q", "--no-checkout", "--detach", dir, base); err != nil {
 		return "", fmt.Errorf("scratch work tree for series %s: %w", s.Name, err)
 	}
@@ -470,6 +464,14 @@ func (t *Tree) commitOffTree(ctx context.Context, base string, s *series.Series,
 		return "", err
 	}
 	return g.Output(ctx, "rev-parse", "HEAD")
+}
+
+// removeScratch removes a scratch work tree and git's record of it. Not
+// git worktree prune: in a user's own repository that would also drop
+// records of the user's work trees.
+func (t *Tree) removeScratch(ctx context.Context, dir string) {
+	t.git.Run(ctx, "worktree", "remove", "--force", dir)
+	os.RemoveAll(dir)
 }
 
 // checkoutOnly fills the scratch work tree of g, whose HEAD is base, with
