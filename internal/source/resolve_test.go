@@ -63,21 +63,7 @@ func TestResolveSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			resolved, err := tree.ResolveSeries(ctx, []*series.Series{tc.ser}, tc.mode)
-			// Trying the series and making its commits leave the work
-			// tree's files as they were, mtimes included (a build folder's
-			// objects are judged by them), and no scratch tree behind.
-			if fi, serr := os.Stat(file); serr != nil || !fi.ModTime().Equal(old) {
-				t.Errorf("the work tree's uprobes.c was written (%v, %v): a build would recompile what includes it", fi.ModTime(), serr)
-			}
-			if body, _ := os.ReadFile(file); string(body) != tc.body {
-				t.Errorf("the work tree's uprobes.c changed")
-			}
-			if left, _ := filepath.Glob(tree.Dir + scratchSuffix + "*"); len(left) > 0 {
-				t.Errorf("scratch work trees left: %v", left)
-			}
-			if list, _ := tree.git.Output(ctx, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-				t.Errorf("git worktree list:\n%s", list)
-			}
+			checkUntouched(t, tree, file, old, tc.body)
 			var res Resolution
 			if err == nil {
 				if len(resolved.Each) != 1 || resolved.Why != resolved.Each[0].Why || resolved.Baseline != resolved.Each[0].Commits.Baseline {
@@ -128,6 +114,25 @@ func TestResolveSeries(t *testing.T) {
 				t.Errorf("again: %+v, %v; want %+v", again, err, res)
 			}
 		})
+	}
+}
+
+// checkUntouched: trying a series and making its commits leave the work
+// tree's file as it was, content and mtime (old) alike, since a build
+// folder's objects are judged by it, and no scratch tree behind.
+func checkUntouched(t *testing.T, tree *Tree, file string, old time.Time, body string) {
+	t.Helper()
+	if fi, err := os.Stat(file); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("the work tree's %s was written (%v): a build would recompile what includes it", file, err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != body {
+		t.Errorf("the work tree's %s changed", file)
+	}
+	if left, _ := filepath.Glob(tree.Dir + scratchSuffix + "*"); len(left) > 0 {
+		t.Errorf("scratch work trees left: %v", left)
+	}
+	if list, _ := tree.git.Output(context.Background(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("git worktree list:\n%s", list)
 	}
 }
 
