@@ -239,26 +239,30 @@ var mboxFrom = regexp.MustCompile(`(?m)^From \S+ +(Mon|Tue|Wed|Thu|Fri|Sat|Sun) 
 
 func mails(text string) int { return len(mboxFrom.FindAllStringIndex(text, -1)) }
 
-// Touched lists the files a patch changes, in the order of its diff.
+// Touched lists the files a patch changes, in the order of its diff:
+// old and new names, renames' and copies' included.
 func Touched(text string) []string {
-	var files []string
+	files, _ := touched(text)
+	return files
+}
+
+// touched is Touched, and false when a name may be missing from it (git
+// quoted it, or a "diff --git" line names its files in a way not read
+// here).
+func touched(text string) (files []string, complete bool) {
 	seen := map[string]bool{}
+	complete = true
 	for _, l := range strings.Split(text, "\n") {
-		var f string
-		switch {
-		case strings.HasPrefix(l, "+++ b/"):
-			f = strings.TrimPrefix(l, "+++ b/")
-		case strings.HasPrefix(l, "--- a/"):
-			f = strings.TrimPrefix(l, "--- a/")
-		default:
-			continue
-		}
-		if f = strings.TrimSpace(f); f != "" && !seen[f] {
-			seen[f] = true
-			files = append(files, f)
+		ps, ok := diffPaths(strings.TrimSuffix(l, "\r"))
+		complete = complete && ok
+		for _, f := range ps {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
 		}
 	}
-	return files
+	return files, complete
 }
 
 // Touching names the patches of the series that change file (a path in
@@ -498,11 +502,9 @@ func findHunk(patch, file, line string) string {
 	return ""
 }
 
-// Paths lists every path the series' patches read or write: their diffs'
-// old and new names, renames' and copies' included. complete is false when
-// a path may be missing from the list (git quoted it, or a diff names its
-// files in a way not read here), and a caller that needs them all must not
-// rely on it.
+// Paths lists every path the series' patches read or write (Touched), and
+// whether the list is complete: a caller that needs them all must not rely
+// on an incomplete one.
 func (s *Series) Paths() (paths []string, complete bool, err error) {
 	seen := map[string]bool{}
 	complete = true
@@ -511,14 +513,12 @@ func (s *Series) Paths() (paths []string, complete bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		for _, l := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
-			ps, ok := diffPaths(l)
-			complete = complete && ok
-			for _, f := range ps {
-				if !seen[f] {
-					seen[f] = true
-					paths = append(paths, f)
-				}
+		files, ok := touched(string(data))
+		complete = complete && ok
+		for _, f := range files {
+			if !seen[f] {
+				seen[f] = true
+				paths = append(paths, f)
 			}
 		}
 	}
@@ -536,6 +536,9 @@ func diffPaths(l string) ([]string, bool) {
 		if f, ok := strings.CutPrefix(l, prefix); ok {
 			if strings.HasPrefix(f, `"`) {
 				return nil, false
+			}
+			if f = strings.TrimSpace(f); f == "" {
+				return nil, true
 			}
 			return []string{f}, true
 		}

@@ -271,3 +271,16 @@ func TestDiffPaths(t *testing.T) {
 		}
 	}
 }
+
+// Touched lists a rename's both names, CRLF or not: lab watch matches a
+// lab's paths against them, and a scratch work tree checks them out.
+func TestTouchedRename(t *testing.T) {
+	text := "diff --git a/lib/freelist.c b/lib/objpool.c\nsimilarity index 90%\nrename from lib/freelist.c\nrename to lib/objpool.c\n" +
+		"--- a/lib/freelist.c\n+++ b/lib/objpool.c\n@@ -1 +1 @@\n-a\n+b\n"
+	want := []string{"lib/freelist.c", "lib/objpool.c"}
+	for _, text := range []string{text, strings.ReplaceAll(text, "\n", "\r\n")} {
+		if got, complete := touched(text); !slices.Equal(got, want) || !complete {
+			t.Errorf("touched = %q, %v; want %q, complete", got, complete, want)
+		}
+	}
+}
