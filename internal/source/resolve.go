@@ -158,15 +158,5 @@ func patches(n int) string {
 // Variants in mode apply).
 func (t *Tree) ApplyOn(ctx context.Context, s *series.Series, base string) (string, error) {
 	ref := fmt.Sprintf("refs/lab/%s-%s-%s", base[:12], series.ModeApply, s.Hash()[:16])
-	if commit, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref); err == nil && commit != "" {
-		return commit, nil
-	}
-	commit, err := t.commitOffTree(ctx, base, s, func(g *gitcmd.Git) error { return s.Apply(ctx, g) })
-	if err != nil {
-		return "", err
-	}
-	if _, err := t.git.Run(ctx, "update-ref", ref, commit); err != nil {
-		return "", err
-	}
-	return commit, nil
+	return t.commitOnce(ctx, ref, base, s, func(g *gitcmd.Git) error { return s.Apply(ctx, g) })
 }

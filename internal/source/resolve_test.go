@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,5 +192,40 @@ func TestStaleScratchTreeRemoved(t *testing.T) {
 	list, _ := tree.git.Output(ctx, "worktree", "list", "--porcelain")
 	if strings.Contains(list, stale) || !strings.Contains(list, users) {
 		t.Errorf("git worktree list, want the user's and not the stale scratch tree:\n%s", list)
+	}
+}
+
+// A series' commits are made while another run holds the work tree (as a
+// build does, for minutes): they are made off it, so resolving the series
+// does not wait for that run.
+func TestResolveWhileTreeHeld(t *testing.T) {
+	ctx := context.Background()
+	tree, err := Prepare(ctx, Origin{Tarball: fakeTarball(t, "6.12.999", locklessBody)}, t.TempDir(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree.Close()
+	// Another run's hold on the work tree: a lock of its own file open.
+	other, err := os.OpenFile(filepath.Join(tree.Dir, ".lab-lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	got, err := tree.ResolveSeries(ctx, []*series.Series{lockless(t)}, ModeAuto)
+	if err != nil {
+		t.Fatalf("resolve while another run holds the work tree: %v", err)
+	}
+	if got.Mode != series.ModeRevert || tree.Held() {
+		t.Errorf("mode %q, work tree held %v: want revert, not held", got.Mode, tree.Held())
+	}
+	// A second run finds the commit under its ref.
+	again, err := tree.Variants(ctx, lockless(t), series.ModeRevert)
+	if err != nil || again.Baseline != got.Baseline {
+		t.Errorf("variants again: %v, %v; want baseline %s", again, err, got.Baseline)
 	}
 }

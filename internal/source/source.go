@@ -335,29 +335,64 @@ func (t *Tree) HoldUnless(ctx context.Context, ready func() bool) (held bool, er
 	if err != nil {
 		return false, fmt.Errorf("lock source tree %s: %w", t.Dir, err)
 	}
+	held, err = waitFlock(ctx, f, ready, func() {
+		// Another lab run is switching variants in this tree.
+		fmt.Fprintf(os.Stderr, "lab: waiting for another lab run using %s\n", t.Dir)
+	})
+	if err != nil || !held {
+		f.Close()
+		if err != nil {
+			return false, fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+		}
+		return false, nil
+	}
+	t.lock = f
+	return true, nil
+}
+
+// waitFlock takes f's exclusive lock, trying again every lockPoll until
+// ctx ends or ready (nil: never) says the lock is no longer needed (held
+// false). waiting (nil: nothing) is called once, when the lock is taken.
+func waitFlock(ctx context.Context, f *os.File, ready func() bool, waiting func()) (held bool, err error) {
 	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
 		case err == nil:
-			t.lock = f
 			return true, nil
 		case !errors.Is(err, syscall.EWOULDBLOCK):
-			f.Close()
-			return false, fmt.Errorf("lock source tree %s: %w", t.Dir, err)
+			return false, err
 		case ready != nil && ready():
-			f.Close()
 			return false, nil
-		case !waited:
-			// Another lab run is switching variants in this tree.
-			fmt.Fprintf(os.Stderr, "lab: waiting for another lab run using %s\n", t.Dir)
+		case !waited && waiting != nil:
+			waiting()
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return false, fmt.Errorf("lock source tree %s: %w", t.Dir, context.Cause(ctx))
+			return false, context.Cause(ctx)
 		case <-time.After(lockPoll):
 		}
 	}
+}
+
+// lockScratch takes the lock of the tree's scratch work trees (see
+// commitOffTree), a file beside the work tree. Not the work tree's own
+// lock: a run keeps that through its builds, a cold one minutes long, and
+// a scratch tree never touches the work tree. Under that lock the suite's
+// x86_64 runs whose kernels were cached waited 15 minutes at "patch:
+// revert series", behind the x86_64 and the arm64 cold builds, for a
+// commit that takes a second to make.
+func (t *Tree) lockScratch(ctx context.Context) (unlock func(), err error) {
+	f, err := os.OpenFile(t.Dir+".scratch-lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err == nil {
+		_, err = waitFlock(ctx, f, nil, nil)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock the scratch work trees of %s: %w", t.Dir, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // BaseFile is a file of the unmodified source, from git's objects: the
@@ -401,27 +436,52 @@ func (t *Tree) Checkout(ctx context.Context, commit string) error {
 // commitOffTree). They are kept under refs/lab/ so that later runs reuse
 // them.
 func (t *Tree) Variants(ctx context.Context, s *series.Series, mode string) (variant.Pair[string], error) {
-	var none variant.Pair[string]
 	ref := fmt.Sprintf("refs/lab/%s-%s-%s", t.BaseHash[:12], mode, s.Hash()[:16])
-	other, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref)
-	if err != nil || other == "" {
-		other, err = t.commitOffTree(ctx, t.BaseHash, s, func(g *gitcmd.Git) error {
-			if mode == series.ModeRevert {
-				return s.Revert(ctx, g)
-			}
-			return s.Apply(ctx, g)
-		})
-		if err != nil {
-			return none, err
+	other, err := t.commitOnce(ctx, ref, t.BaseHash, s, func(g *gitcmd.Git) error {
+		if mode == series.ModeRevert {
+			return s.Revert(ctx, g)
 		}
-		if _, err := t.git.Run(ctx, "update-ref", ref, other); err != nil {
-			return none, err
-		}
+		return s.Apply(ctx, g)
+	})
+	if err != nil {
+		return variant.Pair[string]{}, err
 	}
 	if mode == series.ModeRevert {
 		return variant.Pair[string]{Baseline: other, Patched: t.BaseHash}, nil
 	}
 	return variant.Pair[string]{Baseline: t.BaseHash, Patched: other}, nil
+}
+
+// commitOnce returns the commit ref points at, making it on base with
+// commitOffTree the first time. A run that waited for the scratch lock
+// looks again: another run may have made the same commit meanwhile.
+func (t *Tree) commitOnce(ctx context.Context, ref, base string, s *series.Series, commit func(*gitcmd.Git) error) (string, error) {
+	lookup := func() string {
+		c, err := t.git.Output(ctx, "rev-parse", "--verify", "-q", ref)
+		if err != nil {
+			return ""
+		}
+		return c
+	}
+	if c := lookup(); c != "" {
+		return c, nil
+	}
+	unlock, err := t.lockScratch(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if c := lookup(); c != "" {
+		return c, nil
+	}
+	c, err := t.commitOffTree(ctx, base, s, commit)
+	if err != nil {
+		return "", err
+	}
+	if _, err := t.git.Run(ctx, "update-ref", ref, c); err != nil {
+		return "", err
+	}
+	return c, nil
 }
 
 // scratchSuffix names, beside the work tree, the scratch work trees
@@ -439,11 +499,8 @@ const scratchSuffix = ".commit-"
 // includes them, content unchanged: 67 files, a minute on 2 cores, for the
 // objpool series' include/linux/kprobes.h.
 func (t *Tree) commitOffTree(ctx context.Context, base string, s *series.Series, commit func(*gitcmd.Git) error) (string, error) {
-	if err := t.hold(ctx); err != nil {
-		return "", err
-	}
-	// Scratch trees a killed run left: this run holds the tree's lock, so
-	// no other uses them.
+	// Scratch trees a killed run left: the caller holds the scratch lock
+	// (commitOnce), so no other run uses them.
 	stale, _ := filepath.Glob(t.Dir + scratchSuffix + "*")
 	for _, d := range stale {
 		t.removeScratch(context.WithoutCancel(ctx), d)
