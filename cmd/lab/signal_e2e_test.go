@@ -249,6 +249,33 @@ matrix:
 `)
 }
 
+// awaitMake waits until lab's build of the patched kernel runs make, and
+// returns make's processes. Not a fixed time after lab names the kernel:
+// lab then waits for the source tree while another run (another package of
+// the suite) builds in it, minutes on a fresh machine.
+func (s *started) awaitMake(t *testing.T) []int {
+	t.Helper()
+	s.await(t, "kernel x86_64/patched ...", 20*time.Minute)
+	deadline := time.Now().Add(20 * time.Minute)
+	for time.Now().Before(deadline) {
+		if makes := s.descendants("make", "O="+testbed.DefaultCache()); len(makes) > 0 {
+			// Into the build, past make's start: its sub-makes run too.
+			time.Sleep(3 * time.Second)
+			if now := s.descendants("make", "O="+testbed.DefaultCache()); len(now) > 0 {
+				return now
+			}
+			return makes
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("lab ended (%v) before its build ran make:\n%s", err, s.output())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no make under lab 20 minutes after it named its kernel:\n%s", s.output())
+	return nil
+}
+
 // SIGTERM during a build: make and its sub-makes stop with lab, which
 // exits 143; the next run of the same lab builds and boots.
 func TestSignalDuringBuild(t *testing.T) {
@@ -256,17 +283,7 @@ func TestSignalDuringBuild(t *testing.T) {
 	lab := uniqueLab(t, "sigterm")
 	res := t.TempDir()
 	s := startLab(t, "run", lab, "--results", res)
-	s.await(t, "kernel x86_64/patched ...", 20*time.Minute)
-	time.Sleep(3 * time.Second)
-	var makes []int
-	for i := 0; i < 300 && len(makes) == 0; i++ {
-		if makes = s.descendants("make", "O="+testbed.DefaultCache()); len(makes) == 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	if len(makes) == 0 {
-		t.Fatalf("no make under lab 30 s into its build:\n%s", s.output())
-	}
+	makes := s.awaitMake(t)
 	code, took := s.stop(t, syscall.SIGTERM)
 	if code != 143 || took > 20*time.Second {
 		t.Errorf("exit %d after %v, want 143 at once:\n%s", code, took, s.output())
@@ -288,8 +305,7 @@ func TestSIGKILLDuringBuild(t *testing.T) {
 	lab := uniqueLab(t, "sigkill")
 	res := t.TempDir()
 	s := startLab(t, "run", lab, "--results", res)
-	s.await(t, "kernel x86_64/patched ...", 20*time.Minute)
-	time.Sleep(3 * time.Second)
+	s.awaitMake(t)
 	s.cmd.Process.Kill()
 	<-s.done
 	again := startLab(t, "run", lab, "--results", res)
