@@ -352,7 +352,8 @@ func (t *Tree) HoldUnless(ctx context.Context, ready func() bool) (held bool, er
 
 // waitFlock takes f's exclusive lock, trying again every lockPoll until
 // ctx ends or ready (nil: never) says the lock is no longer needed (held
-// false). waiting (nil: nothing) is called once, when the lock is taken.
+// false). waiting (nil: nothing) is called once, when the first try finds
+// the lock held by another.
 func waitFlock(ctx context.Context, f *os.File, ready func() bool, waiting func()) (held bool, err error) {
 	for waited := false; ; waited = true {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
