@@ -56,6 +56,9 @@ func uprobesHistory(t *testing.T, base string, changes ...change) func(name stri
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
 		cmd.Dir = dir
+		// A fixed date: the same changes make the same patches, so a
+		// series made twice is the same series (its hash names its refs).
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
