@@ -19,11 +19,11 @@ func TestSuiteNamesEveryEndToEndPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`(?m)^LAB_E2E=1 go test .*$`).Find(script)
-	if line == nil {
-		t.Fatal("scripts/test has no line LAB_E2E=1 go test ...")
+	line := regexp.MustCompile(`(?m)^e2e_packages=".*"$`).Find(script)
+	if line == nil || !regexp.MustCompile(`(?m)^LAB_E2E=1 go test .*\$e2e_packages`).Match(script) {
+		t.Fatal(`scripts/test has no line e2e_packages="..." or no line LAB_E2E=1 go test ... $e2e_packages`)
 	}
-	named := strings.Fields(string(line))
+	named := strings.Fields(strings.Trim(strings.TrimPrefix(string(line), "e2e_packages="), `"`))
 	gate := regexp.MustCompile(`testenv\.(E2E|Enabled)\(`)
 	var missing []string
 	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
