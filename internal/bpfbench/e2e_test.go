@@ -43,11 +43,9 @@ func TestBPFBenchBesideTheAgent(t *testing.T) {
 		}
 		return out
 	}
-	small := runtest.SmallLab(t, "arm64")
-	if !slices.Equal(names(lab), names(small)) {
+	if small := runtest.SmallLab(t, "arm64"); !slices.Equal(names(lab), names(small)) {
 		t.Fatalf("bench-parity's arm64 kernel config %v is not the suite's arm64 kernel's %v: this test would build one of its own", names(lab), names(small))
 	}
-	lab.Source = small.Source // the suite's arm64 work tree (runtest.SuiteSource)
 	m := &lab.Matrix
 	m.Arch, m.CPUs, m.Benchmarks, m.Boots = []string{"arm64"}, []int{1}, []string{"uprobe-nop"}, 1
 	m.Duration.Duration, m.Warmup.Duration = time.Second, time.Second

@@ -80,16 +80,12 @@ const Duration = 250 * time.Millisecond
 // agent (internal/bpfbench) boots the suite's arm64 kernel instead of
 // building a debug-info kernel of its own, the longest cold build the suite
 // had.
-//
-// Its arm64 kernels are built from a git work tree of their own
-// (SuiteSource), not the tarball's shared one.
 func SmallLab(t testing.TB, archName string) *spec.Lab {
 	lab, err := spec.Load(filepath.Join(Root(t), "labs", "uprobe-srcu.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	SuiteConfig(lab, archName)
-	SuiteSource(t, lab, archName)
 	m := &lab.Matrix
 	m.Arch, m.CPUs, m.Producers, m.Boots = []string{archName}, []int{2}, []int{1, 2}, 1
 	m.Benchmarks = []string{"uprobe-nop"}
@@ -130,30 +126,6 @@ func SuiteConfig(lab *spec.Lab, archName string) {
 	}
 }
 
-// SuiteSource gives an arm64 lab of the suite its source: Debian's tarball
-// as a user's git tree (testenv.UserTree, "arm64-suite", based at the
-// tarball's commit), whose work tree lab keeps apart from the tarball's.
-// A build holds its source work tree for the whole make, so with one tree
-// for both arches the arm64 cold kernel waited out the x86_64 one (272 s
-// in a fresh suite) and every x86_64 incremental build then waited out the
-// arm64 make (360 s): the suite's builds ran one after another. Apart,
-// the two arches build side by side. Every arm64 test lab takes it, so
-// that they all boot one cold-built kernel.
-func SuiteSource(t testing.TB, lab *spec.Lab, archName string) {
-	t.Helper()
-	if archName != "arm64" || lab.Source.Git != "" {
-		return
-	}
-	cache := CacheDir(t)
-	tree, err := source.Prepare(context.Background(), source.Origin(lab.Source), cache, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, objects := tree.BaseHash, filepath.Join(tree.Dir, ".git", "objects")
-	tree.Close()
-	lab.Source = spec.Source{Git: testenv.UserTree(t, cache, "arm64-suite", objects, "main", base), Base: base}
-}
-
 // Run runs lab as lab run does, and gives its record, folder and output.
 func Run(t testing.TB, lab *spec.Lab) (*results.Run, string, string) {
 	t.Helper()
@@ -179,9 +151,7 @@ func checkSourceAndSeries(t testing.TB, saved *results.Run) {
 	t.Helper()
 	// The point release is whatever Debian ships today: read it from the
 	// installed package, never pin it.
-	// arm64's is the tarball's tree as a git source (SuiteSource).
-	if want := testenv.DebianKernelVersion(t, spec.DefaultPackage); saved.Source.Version != want ||
-		!strings.Contains(saved.Source.Desc, "linux-source-6.12") && !strings.Contains(saved.Source.Desc, "arm64-suite") {
+	if want := testenv.DebianKernelVersion(t, spec.DefaultPackage); saved.Source.Version != want || !strings.Contains(saved.Source.Desc, "linux-source-6.12") {
 		t.Errorf("source provenance: %+v", saved.Source)
 	}
 	ser := saved.First()
