@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"lab/internal/results"
 	"lab/internal/runfolder"
 	"lab/internal/series"
 	"lab/internal/source"
@@ -94,33 +95,40 @@ func TestSeriesFromAMailbox(t *testing.T) {
 			if _, err := spec.Load(f.Lab()); err != nil || res.LabFile != f.Lab() || len(res.Repeat) == 0 {
 				t.Errorf("lab.yaml: %v; lab file %s, repeat %q", err, res.LabFile, res.Repeat)
 			}
-			seen := map[string]bool{}
-			for _, tb := range verdict.Tables(res) {
-				for _, r := range tb.Rows {
-					want, ok := seed.want[r.Benchmark]
-					if r.Producers != 1 || r.Metric != verdict.MetricRate || !ok {
-						continue
-					}
-					seen[r.Benchmark] = true
-					floor := max(r.Change.FloorPct, verdict.MinICountFloorPct)
-					got := 0
-					switch {
-					case r.Change.Pct > floor && r.Change.Lo > 0:
-						got = +1
-					case r.Change.Pct < -floor && r.Change.Hi < 0:
-						got = -1
-					}
-					if got != want {
-						t.Errorf("%s: %+.3f %% [%+.3f, %+.3f], floor %.3f %%: moved %+d, want %+d", r.Benchmark, r.Change.Pct, r.Change.Lo, r.Change.Hi, floor, got, want)
-					}
-				}
-			}
-			for b := range seed.want {
-				if !seen[b] {
-					t.Errorf("no %s row at one producer", b)
-				}
-			}
+			checkDirections(t, res, seed.want)
 		})
+	}
+}
+
+// checkDirections checks how each benchmark of want moved at one producer
+// in res: +1 faster beyond the floor, -1 slower beyond it, 0 within it.
+func checkDirections(t *testing.T, res *results.Run, want map[string]int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, tb := range verdict.Tables(res) {
+		for _, r := range tb.Rows {
+			w, ok := want[r.Benchmark]
+			if r.Producers != 1 || r.Metric != verdict.MetricRate || !ok {
+				continue
+			}
+			seen[r.Benchmark] = true
+			floor := max(r.Change.FloorPct, verdict.MinICountFloorPct)
+			got := 0
+			switch {
+			case r.Change.Pct > floor && r.Change.Lo > 0:
+				got = +1
+			case r.Change.Pct < -floor && r.Change.Hi < 0:
+				got = -1
+			}
+			if got != w {
+				t.Errorf("%s: %+.3f %% [%+.3f, %+.3f], floor %.3f %%: moved %+d, want %+d", r.Benchmark, r.Change.Pct, r.Change.Lo, r.Change.Hi, floor, got, w)
+			}
+		}
+	}
+	for b := range want {
+		if !seen[b] {
+			t.Errorf("no %s row at one producer", b)
+		}
 	}
 }
 
