@@ -132,11 +132,6 @@ func checkDirections(t *testing.T, res *results.Run, want map[string]int) {
 	}
 }
 
-// seedMailbox makes a seed series (patches/NAME) into what b4 am writes,
-// NAME.mbx and NAME.cover, with git format-patch --cover-letter: the files
-// the series touches, as the source has them without it, are committed in
-// a scratch repository, the series is applied there with git am, and a
-// trailer is added to each patch. It returns the .mbx.
 // TestSeedMailboxResolves: the objpool seed's mailbox (two patches, one
 // of them to a header) is read as lab run --series reads it, and mode auto
 // finds that the source carries it: its baseline is the revert.
@@ -173,6 +168,11 @@ func TestSeedMailboxResolves(t *testing.T) {
 	}
 }
 
+// seedMailbox makes a seed series (patches/NAME) into what b4 am writes,
+// NAME.mbx and NAME.cover, with git format-patch --cover-letter: the files
+// the series touches, as the source has them without it, are committed in
+// a scratch repository, the series is applied there with git am, and a
+// trailer is added to each patch. It returns the .mbx.
 func seedMailbox(t *testing.T, ctx context.Context, cache, name, subject string) string {
 	t.Helper()
 	lab, err := spec.Load(filepath.Join("..", "..", "labs", name+".yaml"))
